@@ -1,1 +1,131 @@
-fn main(){}
+//! # ribshard: the daemon and its command line
+//!
+//! Owns the `ribshard` binary: argument parsing, logging set-up and the subcommands. It
+//! builds on the library crates and must never implement protocol logic itself.
+
+use clap::{Parser, Subcommand};
+use std::io::{self, BufWriter, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "ribshard", version, about = "A multicore BGP daemon")]
+struct Cli {
+    /// Log as JSON lines instead of human-readable text.
+    #[arg(long, global = true)]
+    log_json: bool,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Work with MRT files (RFC 6396).
+    Mrt {
+        #[command(subcommand)]
+        command: MrtCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum MrtCommand {
+    /// Print every route, withdrawal and state change of an MRT file (gzip, bzip2 or plain)
+    /// in the one-line format of `bgpdump -m`.
+    Dump {
+        /// The MRT file.
+        file: PathBuf,
+    },
+    /// Write a synthesized TABLE_DUMP_V2 RIB file (deterministic for a seed).
+    Generate {
+        /// Where to write the file.
+        #[arg(long, short)]
+        out: PathBuf,
+        /// Number of distinct IPv4 prefixes.
+        #[arg(long, default_value_t = 100_000)]
+        prefixes: usize,
+        /// Number of peers, each with a path for every prefix.
+        #[arg(long, default_value_t = 2)]
+        peers: usize,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+    },
+}
+
+fn init_logging(json: bool) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(io::stderr);
+    if json {
+        builder.json().init();
+    } else {
+        builder.init();
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    init_logging(cli.log_json);
+    match cli.command {
+        Command::Mrt { command } => match mrt(command) {
+            Ok(()) => ExitCode::SUCCESS,
+            // A closed pipe (`ribshard mrt dump f | head`) is not an error.
+            Err(e)
+                if e.downcast_ref::<io::Error>().map(|e| e.kind())
+                    == Some(io::ErrorKind::BrokenPipe) =>
+            {
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn mrt(command: MrtCommand) -> Result<(), Box<dyn std::error::Error>> {
+    match command {
+        MrtCommand::Dump { file } => {
+            let stdout = io::stdout();
+            let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+            let result = ribshard_mrt::bgpdump::dump_file(&file, &mut out);
+            out.flush()?;
+            let (records, skipped) = result.map_err(|e| match e {
+                ribshard_mrt::MrtError::Io(io) => Box::new(io) as Box<dyn std::error::Error>,
+                other => format!("{}: {other}", file.display()).into(),
+            })?;
+            if skipped > 0 {
+                tracing::warn!(
+                    file = %file.display(),
+                    records,
+                    skipped,
+                    "some records or messages could not be decoded and were left out"
+                );
+            }
+            Ok(())
+        }
+        MrtCommand::Generate {
+            out,
+            prefixes,
+            peers,
+            seed,
+        } => {
+            if peers == 0 || peers > usize::from(u16::MAX) {
+                return Err("--peers must be between 1 and 65535".into());
+            }
+            let f = std::fs::File::create(&out)
+                .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+            let mut w = ribshard_mrt::MrtWriter::new(BufWriter::new(f));
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as u32)
+                .unwrap_or(0);
+            let paths = ribshard_mrt::synth::write_table(&mut w, prefixes, peers, seed, now)?;
+            w.flush()?;
+            tracing::info!(file = %out.display(), prefixes, peers, paths, "wrote RIB dump");
+            Ok(())
+        }
+    }
+}

@@ -1,1 +1,65 @@
+//! # ribshard-mrt: MRT files (RFC 6396)
+//!
+//! Owns reading and writing of MRT routing information export files: TABLE_DUMP,
+//! TABLE_DUMP_V2 (with the Add-Path subtypes of RFC 8050) and BGP4MP / BGP4MP_ET, plain or
+//! compressed with gzip or bzip2, streamed one record at a time so a file of any size never
+//! sits whole in memory. It also renders records in the one-line format of `bgpdump -m`.
+//!
+//! It must never interpret BGP beyond what `ribshard-wire` decodes, and never hold more than
+//! one record of a file in memory.
 
+#![deny(
+    clippy::indexing_slicing,
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic
+)]
+
+pub mod bgpdump;
+mod read;
+mod record;
+pub mod synth;
+mod write;
+
+pub use read::{open, MrtReader, RawRecord};
+pub use record::{
+    Bgp4mp, Bgp4mpBody, MrtError, Peer, PeerIndexTable, Record, RibEntry, RibRecord, TableDump,
+};
+pub use write::MrtWriter;
+
+/// MRT record types (RFC 6396 section 4, RFC 8050).
+pub mod types {
+    pub const TABLE_DUMP: u16 = 12;
+    pub const TABLE_DUMP_V2: u16 = 13;
+    pub const BGP4MP: u16 = 16;
+    pub const BGP4MP_ET: u16 = 17;
+
+    /// TABLE_DUMP_V2 subtypes.
+    pub mod tdv2 {
+        pub const PEER_INDEX_TABLE: u16 = 1;
+        pub const RIB_IPV4_UNICAST: u16 = 2;
+        pub const RIB_IPV4_MULTICAST: u16 = 3;
+        pub const RIB_IPV6_UNICAST: u16 = 4;
+        pub const RIB_IPV6_MULTICAST: u16 = 5;
+        pub const RIB_GENERIC: u16 = 6;
+        pub const RIB_IPV4_UNICAST_ADDPATH: u16 = 8;
+        pub const RIB_IPV4_MULTICAST_ADDPATH: u16 = 9;
+        pub const RIB_IPV6_UNICAST_ADDPATH: u16 = 10;
+        pub const RIB_IPV6_MULTICAST_ADDPATH: u16 = 11;
+        pub const RIB_GENERIC_ADDPATH: u16 = 12;
+    }
+
+    /// BGP4MP and BGP4MP_ET subtypes.
+    pub mod bgp4mp {
+        pub const STATE_CHANGE: u16 = 0;
+        pub const MESSAGE: u16 = 1;
+        pub const MESSAGE_AS4: u16 = 4;
+        pub const STATE_CHANGE_AS4: u16 = 5;
+        pub const MESSAGE_LOCAL: u16 = 6;
+        pub const MESSAGE_AS4_LOCAL: u16 = 7;
+        pub const MESSAGE_ADDPATH: u16 = 8;
+        pub const MESSAGE_AS4_ADDPATH: u16 = 9;
+        pub const MESSAGE_LOCAL_ADDPATH: u16 = 10;
+        pub const MESSAGE_AS4_LOCAL_ADDPATH: u16 = 11;
+    }
+}

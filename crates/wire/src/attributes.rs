@@ -5,8 +5,8 @@
 use crate::attr::{self, flags};
 use crate::message::SessionParams;
 use crate::nlri::Nlri;
-use crate::types::{Family, Origin};
 use crate::nlri::NlriView;
+use crate::types::{Family, Origin};
 use crate::update::{
     parse_aggregator, parse_mp_reach, parse_mp_unreach, segment, Aggregator, AsPathView, AttrsView,
     RawAttr,
@@ -139,7 +139,10 @@ pub enum AttrValue {
     LargeCommunities(Vec<[u32; 3]>),
     Otc(u32),
     /// Any attribute we do not interpret, carried byte for byte.
-    Unknown { type_code: u8, value: Vec<u8> },
+    Unknown {
+        type_code: u8,
+        value: Vec<u8>,
+    },
 }
 
 impl AttrValue {
@@ -204,7 +207,9 @@ impl AttrValue {
                 attr::ORIGINATOR_ID => AttrValue::OriginatorId(ipv4()?),
                 attr::CLUSTER_LIST => AttrValue::ClusterList(u32s(4)?),
                 attr::EXTENDED_COMMUNITIES if v.len() % 8 == 0 => AttrValue::ExtCommunities(
-                    v.chunks_exact(8).filter_map(|c| c.try_into().ok()).collect(),
+                    v.chunks_exact(8)
+                        .filter_map(|c| c.try_into().ok())
+                        .collect(),
                 ),
                 attr::LARGE_COMMUNITY if v.len() % 12 == 0 => AttrValue::LargeCommunities(
                     v.chunks_exact(12)
@@ -220,7 +225,9 @@ impl AttrValue {
                         .collect(),
                 ),
                 attr::OTC => AttrValue::Otc(u32::from_be_bytes(v.try_into().ok()?)),
-                attr::AS4_PATH => AttrValue::As4Path(AsPath::from_view(AsPathView::parse(v, true)?)),
+                attr::AS4_PATH => {
+                    AttrValue::As4Path(AsPath::from_view(AsPathView::parse(v, true)?))
+                }
                 attr::AGGREGATOR => {
                     AttrValue::Aggregator(parse_aggregator(v, params.four_octet_as)?)
                 }
@@ -278,9 +285,9 @@ impl AttrValue {
                 out.extend_from_slice(&a.asn.to_be_bytes());
                 out.extend_from_slice(&a.address.octets());
             }
-            AttrValue::Communities(v) | AttrValue::ClusterList(v) => {
-                v.iter().for_each(|c| out.extend_from_slice(&c.to_be_bytes()))
-            }
+            AttrValue::Communities(v) | AttrValue::ClusterList(v) => v
+                .iter()
+                .for_each(|c| out.extend_from_slice(&c.to_be_bytes())),
             AttrValue::ExtCommunities(v) => v.iter().for_each(|c| out.extend_from_slice(c)),
             AttrValue::LargeCommunities(v) => v
                 .iter()

@@ -2,47 +2,47 @@
 //! decoding code cannot index out of bounds (the crate denies panicking indexing).
 
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Cursor<'a> {
+pub struct Cursor<'a> {
     buf: &'a [u8],
 }
 
 impl<'a> Cursor<'a> {
     #[inline]
-    pub(crate) fn new(buf: &'a [u8]) -> Self {
+    pub fn new(buf: &'a [u8]) -> Self {
         Cursor { buf }
     }
     #[inline]
-    pub(crate) fn len(&self) -> usize {
+    pub fn len(&self) -> usize {
         self.buf.len()
     }
     #[inline]
-    pub(crate) fn is_empty(&self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.buf.is_empty()
     }
     #[inline]
-    pub(crate) fn rest(&self) -> &'a [u8] {
+    pub fn rest(&self) -> &'a [u8] {
         self.buf
     }
     #[inline]
-    pub(crate) fn u8(&mut self) -> Option<u8> {
+    pub fn u8(&mut self) -> Option<u8> {
         let (&b, rest) = self.buf.split_first()?;
         self.buf = rest;
         Some(b)
     }
     #[inline]
-    pub(crate) fn u16(&mut self) -> Option<u16> {
+    pub fn u16(&mut self) -> Option<u16> {
         let (b, rest) = self.buf.split_first_chunk::<2>()?;
         self.buf = rest;
         Some(u16::from_be_bytes(*b))
     }
     #[inline]
-    pub(crate) fn u32(&mut self) -> Option<u32> {
+    pub fn u32(&mut self) -> Option<u32> {
         let (b, rest) = self.buf.split_first_chunk::<4>()?;
         self.buf = rest;
         Some(u32::from_be_bytes(*b))
     }
     #[inline]
-    pub(crate) fn take(&mut self, n: usize) -> Option<&'a [u8]> {
+    pub fn take(&mut self, n: usize) -> Option<&'a [u8]> {
         let (a, rest) = self.buf.split_at_checked(n)?;
         self.buf = rest;
         Some(a)

@@ -20,7 +20,7 @@
 pub mod attr;
 pub mod attributes;
 pub mod builder;
-mod cursor;
+pub mod cursor;
 pub mod message;
 pub mod nlri;
 pub mod notification;
@@ -28,7 +28,9 @@ pub mod open;
 pub mod types;
 pub mod update;
 
-pub use attributes::{AsPath, AsSegment, AttrValue, Attribute, MpNlri, MpReach, MpUnreach, PathAttributes};
+pub use attributes::{
+    AsPath, AsSegment, AttrValue, Attribute, MpNlri, MpReach, MpUnreach, PathAttributes,
+};
 pub use builder::{BuildError, UpdateBuilder};
 pub use message::{decode, frame, keepalive, DecodeError, Message, RouteRefresh, SessionParams};
 pub use nlri::{Nlri, NlriView};

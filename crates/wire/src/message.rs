@@ -60,10 +60,7 @@ impl SessionParams {
         }
     }
     pub fn add_path_for(&self, family: crate::Family) -> bool {
-        self.add_path
-            .get(family.index())
-            .copied()
-            .unwrap_or(false)
+        self.add_path.get(family.index()).copied().unwrap_or(false)
     }
 }
 
@@ -213,7 +210,11 @@ pub fn decode<'a>(msg: &'a [u8], params: &SessionParams) -> Result<Message<'a>, 
             let (&s, data) = rest
                 .split_first()
                 .ok_or(DecodeError::BadMessageLength { length: len as u16 })?;
-            Ok(Message::Notification(Notification::new(c, s, data.to_vec())))
+            Ok(Message::Notification(Notification::new(
+                c,
+                s,
+                data.to_vec(),
+            )))
         }
         Some(MessageType::Keepalive) => Ok(Message::Keepalive),
         Some(MessageType::RouteRefresh) => match body {

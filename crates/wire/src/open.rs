@@ -261,12 +261,7 @@ impl OpenError {
 
 impl Open {
     /// An OPEN for `asn`, with `my_as` set to AS_TRANS when the AS needs 4 octets.
-    pub fn new(
-        asn: u32,
-        hold_time: u16,
-        bgp_identifier: Ipv4Addr,
-        caps: Vec<Capability>,
-    ) -> Open {
+    pub fn new(asn: u32, hold_time: u16, bgp_identifier: Ipv4Addr, caps: Vec<Capability>) -> Open {
         Open {
             version: 4,
             my_as: u16::try_from(asn).unwrap_or(AS_TRANS as u16),

@@ -68,9 +68,15 @@ impl fmt::Display for Family {
 /// for a canonical routing key, and the value as decoded for byte-exact re-encoding.
 #[derive(Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Prefix {
-    V4 { addr: u32, len: u8 },
+    V4 {
+        addr: u32,
+        len: u8,
+    },
     /// The address as 16 octets in network order: 20-byte keys, 4-byte aligned.
-    V6 { addr: [u8; 16], len: u8 },
+    V6 {
+        addr: [u8; 16],
+        len: u8,
+    },
 }
 
 impl Prefix {

@@ -551,10 +551,7 @@ pub fn parse_update<'a>(
 
     // RFC 7606 section 3 d: missing well-known mandatory attributes, when there is
     // anything to announce. NEXT_HOP is needed only for the NLRI field (RFC 4760 section 3).
-    let mp_announces = out
-        .attrs
-        .mp_reach
-        .is_some_and(|m| !m.nlri_bytes.is_empty());
+    let mp_announces = out.attrs.mp_reach.is_some_and(|m| !m.nlri_bytes.is_empty());
     if out.treat_as_withdraw.is_none() && !params.mrt_rib && (!nlri.is_empty() || mp_announces) {
         let missing = if out.attrs.origin.is_none() && !out.attrs.has(attr::ORIGIN) {
             Some(attr::ORIGIN)
