@@ -203,3 +203,48 @@ impl UpdateBuilder {
         out
     }
 }
+
+/// An UPDATE as owned values: what a test or a tool builds by hand. Encoding keeps the
+/// attribute order and flags, so a decoded message re-encodes to the same octets.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UpdateMessage {
+    /// IPv4 unicast Withdrawn Routes field.
+    pub withdrawn: Vec<Nlri>,
+    pub attributes: PathAttributes,
+    /// IPv4 unicast NLRI field.
+    pub nlri: Vec<Nlri>,
+}
+
+impl UpdateMessage {
+    pub fn from_parsed(u: &crate::update::ParsedUpdate<'_>, params: &SessionParams) -> Self {
+        UpdateMessage {
+            withdrawn: u.withdrawn.iter().collect(),
+            attributes: PathAttributes::from_view(&u.attrs, params),
+            nlri: u.nlri.iter().collect(),
+        }
+    }
+
+    /// The complete message, header included. Does not split: the caller keeps it under
+    /// the session's maximum (the packer above does that for bulk announcements).
+    pub fn encode(&self, params: &SessionParams) -> Vec<u8> {
+        let mut out = Vec::with_capacity(64);
+        push_header(&mut out, MessageType::Update);
+        let at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        self.withdrawn.iter().for_each(|n| n.encode(&mut out));
+        let wlen = out.len() - at - 2;
+        if let Some(l) = out.get_mut(at..at + 2) {
+            l.copy_from_slice(&(wlen as u16).to_be_bytes());
+        }
+        let at = out.len();
+        out.extend_from_slice(&[0, 0]);
+        self.attributes.encode(params, &mut out);
+        let alen = out.len() - at - 2;
+        if let Some(l) = out.get_mut(at..at + 2) {
+            l.copy_from_slice(&(alen as u16).to_be_bytes());
+        }
+        self.nlri.iter().for_each(|n| n.encode(&mut out));
+        finish_length_at(&mut out, 0);
+        out
+    }
+}

@@ -31,7 +31,7 @@ pub mod update;
 pub use attributes::{
     AsPath, AsSegment, AttrValue, Attribute, MpNlri, MpReach, MpUnreach, PathAttributes,
 };
-pub use builder::{BuildError, UpdateBuilder};
+pub use builder::{BuildError, UpdateBuilder, UpdateMessage};
 pub use message::{decode, frame, keepalive, DecodeError, Message, RouteRefresh, SessionParams};
 pub use nlri::{Nlri, NlriView};
 pub use notification::Notification;
