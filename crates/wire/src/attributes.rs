@@ -324,9 +324,22 @@ pub struct Attribute {
 }
 
 impl Attribute {
+    /// An attribute with the default flags for its type, and the Extended Length bit when
+    /// the value takes more than 255 octets (measured with 4-octet ASNs, the longer form).
     pub fn new(value: AttrValue) -> Attribute {
+        let mut scratch = Vec::new();
+        let wide = SessionParams {
+            four_octet_as: true,
+            ..SessionParams::default()
+        };
+        value.encode_value(&wide, &mut scratch);
+        let ext = if scratch.len() > 255 {
+            flags::EXTENDED_LENGTH
+        } else {
+            0
+        };
         Attribute {
-            flags: value.default_flags(),
+            flags: value.default_flags() | ext,
             value,
         }
     }
