@@ -91,6 +91,7 @@ impl<'a> NlriView<'a> {
     pub fn is_empty(&self) -> bool {
         self.count == 0
     }
+    #[inline]
     pub fn iter(&self) -> NlriIter<'a> {
         NlriIter {
             c: Cursor::new(self.bytes),
@@ -113,6 +114,39 @@ impl<'a> IntoIterator for &NlriView<'a> {
     type IntoIter = NlriIter<'a>;
     fn into_iter(self) -> NlriIter<'a> {
         self.iter()
+    }
+}
+
+/// Up to four NLRI runs read one after the other (NLRI field and MP attributes); cheaper
+/// than nested `chain`/`flatten` adapters on the per-prefix path.
+#[derive(Clone, Debug)]
+pub struct NlriChain<'a> {
+    parts: [NlriIter<'a>; 4],
+    at: usize,
+}
+
+impl<'a> NlriChain<'a> {
+    #[inline]
+    pub fn new(parts: [Option<NlriView<'a>>; 4]) -> NlriChain<'a> {
+        NlriChain {
+            parts: parts.map(|p| p.unwrap_or(NlriView::empty(Family::Ipv4Unicast)).iter()),
+            at: 0,
+        }
+    }
+}
+
+impl Iterator for NlriChain<'_> {
+    type Item = Nlri;
+
+    #[inline]
+    fn next(&mut self) -> Option<Nlri> {
+        loop {
+            let it = self.parts.get_mut(self.at)?;
+            if let Some(n) = it.next() {
+                return Some(n);
+            }
+            self.at += 1;
+        }
     }
 }
 

@@ -10,7 +10,7 @@
 use crate::attr::{self, flags, AttrErrorKind};
 use crate::cursor::Cursor;
 use crate::message::SessionParams;
-use crate::nlri::{Nlri, NlriIter, NlriView};
+use crate::nlri::{NlriChain, NlriView};
 use crate::notification::{code, update as sub, Notification};
 use crate::types::{Family, Origin, AFI_IPV4, AFI_IPV6, SAFI_UNICAST};
 use std::net::Ipv4Addr;
@@ -348,8 +348,8 @@ pub struct AttrsView<'a> {
     pub otc: Option<u32>,
     /// Type codes seen, for duplicate detection and for [`AttrsView::has`].
     seen: [u64; 4],
-    /// Type codes whose (first) occurrence was discarded.
-    dropped: [u64; 4],
+    /// Recognized type codes (all below 64) whose first occurrence was discarded.
+    dropped: u64,
 }
 
 fn bit(set: &[u64; 4], code: u8) -> bool {
@@ -377,7 +377,7 @@ impl<'a> AttrsView<'a> {
                 return false;
             }
             set_bit(&mut seen, a.type_code);
-            !bit(&self.dropped, a.type_code)
+            a.type_code >= 64 || self.dropped & (1u64 << a.type_code) == 0
         })
     }
 
@@ -470,30 +470,29 @@ impl<'a> ParsedUpdate<'a> {
 
     /// Prefixes announced by this UPDATE with its attributes: the NLRI field, then
     /// MP_REACH_NLRI. Empty under treat-as-withdraw.
-    pub fn announced(&self) -> impl Iterator<Item = Nlri> + 'a {
-        let taw = self.treat_as_withdraw.is_some();
-        let mp = self.attrs.mp_reach.and_then(|m| m.nlri);
-        let field = self.nlri;
-        (!taw)
-            .then(|| field.iter().chain(mp.into_iter().flat_map(|v| v.iter())))
-            .into_iter()
-            .flatten()
+    #[inline]
+    pub fn announced(&self) -> NlriChain<'a> {
+        if self.treat_as_withdraw.is_some() {
+            return NlriChain::new([None; 4]);
+        }
+        NlriChain::new([
+            Some(self.nlri),
+            self.attrs.mp_reach.and_then(|m| m.nlri),
+            None,
+            None,
+        ])
     }
 
     /// Prefixes withdrawn by this UPDATE: the Withdrawn Routes field, MP_UNREACH_NLRI,
     /// and under treat-as-withdraw also everything it announced.
-    pub fn withdrawn_all(&self) -> impl Iterator<Item = Nlri> + 'a {
+    #[inline]
+    pub fn withdrawn_all(&self) -> NlriChain<'a> {
         let unreach = self.attrs.mp_unreach.and_then(|m| m.nlri);
-        let taw: Option<(NlriIter<'a>, Option<NlriView<'a>>)> = self
-            .treat_as_withdraw
-            .map(|_| (self.nlri.iter(), self.attrs.mp_reach.and_then(|m| m.nlri)));
-        self.withdrawn
-            .iter()
-            .chain(unreach.into_iter().flat_map(|v| v.iter()))
-            .chain(
-                taw.into_iter()
-                    .flat_map(|(a, b)| a.chain(b.into_iter().flat_map(|v| v.iter()))),
-            )
+        let (nlri, reach) = match self.treat_as_withdraw {
+            Some(_) => (Some(self.nlri), self.attrs.mp_reach.and_then(|m| m.nlri)),
+            None => (None, None),
+        };
+        NlriChain::new([Some(self.withdrawn), unreach, nlri, reach])
     }
 
     /// `Some(family)` if this is an End-of-RIB marker (RFC 4724 section 2): an empty UPDATE
@@ -517,6 +516,7 @@ impl<'a> ParsedUpdate<'a> {
 }
 
 /// Parses the body of an UPDATE (after the 19-octet header).
+#[inline]
 pub fn parse_update<'a>(
     body: &'a [u8],
     params: &SessionParams,
@@ -666,7 +666,7 @@ fn parse_attributes<'a>(
             match attr::error_action(type_code, kind) {
                 attr::ErrorAction::TreatAsWithdraw => taw(out, type_code, kind),
                 attr::ErrorAction::Discard => {
-                    set_bit(&mut out.attrs.dropped, type_code);
+                    out.attrs.dropped |= 1u64.checked_shl(u32::from(type_code)).unwrap_or(0);
                     out.discarded.push(AttrError { type_code, kind });
                 }
                 attr::ErrorAction::SessionReset => {

@@ -365,7 +365,13 @@ fn update_mp_reach_bad_nlri() {
 #[test]
 fn update_mp_unreach_truncated() {
     let bad = a(0x80, 15, &[0, 2]);
-    reset(&update(&[], std::slice::from_ref(&bad), &[]), &IBGP, 3, 9, Some(&bad));
+    reset(
+        &update(&[], std::slice::from_ref(&bad), &[]),
+        &IBGP,
+        3,
+        9,
+        Some(&bad),
+    );
 }
 
 #[test]
