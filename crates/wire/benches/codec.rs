@@ -123,7 +123,7 @@ fn decode_stream(stream: &[u8], params: &SessionParams) -> usize {
         // The hot path of a session: frame, then parse the UPDATE body in place.
         if let Ok(u) = ribshard_wire::parse_update(msg.get(19..).unwrap_or(&[]), params) {
             for n in u.announced().chain(u.withdrawn_all()) {
-                prefixes += usize::from(n.prefix.len() > 0);
+                prefixes += usize::from(!n.prefix.is_empty());
             }
             black_box(&u.attrs);
         }
