@@ -1,6 +1,6 @@
 //! `ribshard mrt dump` against the reference, `bgpdump -m`, line for line, whole files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 fn ribshard() -> Command {
@@ -13,17 +13,6 @@ fn have_bgpdump() -> bool {
         eprintln!("SKIPPED: bgpdump is not installed (apt-get install bgpdump)");
     }
     ok
-}
-
-fn data_file(name: &str) -> Option<PathBuf> {
-    let f = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name);
-    if !f.is_file() {
-        eprintln!("SKIPPED: {} is absent", f.display());
-        return None;
-    }
-    Some(f)
 }
 
 fn stdout_of(mut cmd: Command) -> String {
@@ -52,28 +41,40 @@ fn compare(file: &Path) -> usize {
 
 #[test]
 fn matches_bgpdump_on_routeviews_2010_rib() {
-    if let (true, Some(f)) = (have_bgpdump(), data_file("routeviews-wide-20100701.mrt.gz")) {
+    if let (true, Some(f)) = (
+        have_bgpdump(),
+        ribshard_mrt::shared_data_file("routeviews-wide-20100701.mrt.gz"),
+    ) {
         assert_eq!(compare(&f), 641_957);
     }
 }
 
 #[test]
 fn matches_bgpdump_on_ris_2002_table_dump_v1() {
-    if let (true, Some(f)) = (have_bgpdump(), data_file("ris-rrc00-bview-20020722.mrt.gz")) {
+    if let (true, Some(f)) = (
+        have_bgpdump(),
+        ribshard_mrt::shared_data_file("ris-rrc00-bview-20020722.mrt.gz"),
+    ) {
         assert_eq!(compare(&f), 115_521);
     }
 }
 
 #[test]
 fn matches_bgpdump_on_ris_2016_updates() {
-    if let (true, Some(f)) = (have_bgpdump(), data_file("ris-updates-20160811.mrt.gz")) {
+    if let (true, Some(f)) = (
+        have_bgpdump(),
+        ribshard_mrt::shared_data_file("ris-updates-20160811.mrt.gz"),
+    ) {
         assert!(compare(&f) > 40_000);
     }
 }
 
 #[test]
 fn matches_bgpdump_on_ris_2007_updates() {
-    if let (true, Some(f)) = (have_bgpdump(), data_file("ris-updates-20070211.mrt.gz")) {
+    if let (true, Some(f)) = (
+        have_bgpdump(),
+        ribshard_mrt::shared_data_file("ris-updates-20070211.mrt.gz"),
+    ) {
         assert!(compare(&f) > 50_000);
     }
 }

@@ -13,7 +13,7 @@ use crate::types;
 use ribshard_wire::message::HEADER_LEN;
 use ribshard_wire::nlri::{Nlri, NlriView};
 use ribshard_wire::types::{AFI_IPV4, AFI_IPV6, AS_TRANS, SAFI_MULTICAST, SAFI_UNICAST};
-use ribshard_wire::update::{segment, AttrsView, MpReachView, ParsedUpdate};
+use ribshard_wire::update::{merge_count, segment, AttrsView, MpReachView, ParsedUpdate};
 use ribshard_wire::{parse_attributes_only, parse_update, Family, Prefix};
 use std::fmt::Write as _;
 use std::io::{self, Write};
@@ -354,18 +354,7 @@ fn as_path_and_aggregator(
         .segments()
         .map(|s| (s.kind, s.asns().collect()))
         .collect();
-    let count = |s: &Segments| -> usize {
-        s.iter()
-            .map(|(k, v)| {
-                if *k == segment::AS_SET || *k == segment::AS_CONFED_SET {
-                    1
-                } else {
-                    v.len()
-                }
-            })
-            .sum()
-    };
-    let (old_count, new_count) = (count(&segs), count(&new));
+    let (old_count, new_count) = (merge_count(&segs), merge_count(&new));
     if old_count < new_count {
         return (path_string(&segs), aggregator);
     }

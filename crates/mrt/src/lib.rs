@@ -63,3 +63,17 @@ pub mod types {
         pub const MESSAGE_AS4_LOCAL_ADDPATH: u16 = 11;
     }
 }
+
+/// A file of the real routing data kept in `../shared/data` beside the repository, for tests
+/// and benchmarks built from this source tree; `None` (with a printed reason) without it.
+pub fn shared_data_file(name: &str) -> Option<std::path::PathBuf> {
+    let f = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../../shared/data")
+        .join(name);
+    if f.is_file() {
+        Some(f)
+    } else {
+        eprintln!("SKIPPED: {} is absent", f.display());
+        None
+    }
+}

@@ -3,20 +3,9 @@
 use ribshard_mrt::{open, MrtError, MrtReader, MrtWriter, Record, RibRecord};
 use ribshard_wire::{parse_attributes_only, Action};
 use std::io::{Read, Write};
-use std::path::PathBuf;
+use std::path::Path;
 
-fn data_file(name: &str) -> Option<PathBuf> {
-    let f = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name);
-    if !f.is_file() {
-        eprintln!("SKIPPED: {} is absent", f.display());
-        return None;
-    }
-    Some(f)
-}
-
-fn gunzip(path: &PathBuf) -> Vec<u8> {
+fn gunzip(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
     flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
         .read_to_end(&mut out)
@@ -27,7 +16,7 @@ fn gunzip(path: &PathBuf) -> Vec<u8> {
 /// Reading the 2010 RouteViews RIB and writing it back gives the same octets.
 #[test]
 fn table_dump_v2_rewrite_is_byte_identical() {
-    let Some(path) = data_file("routeviews-wide-20100701.mrt.gz") else {
+    let Some(path) = ribshard_mrt::shared_data_file("routeviews-wide-20100701.mrt.gz") else {
         return;
     };
     let original = gunzip(&path);

@@ -12,18 +12,10 @@ use ribshard_wire::{
 };
 use std::collections::HashMap;
 use std::net::Ipv4Addr;
-use std::path::PathBuf;
-
-fn data(name: &str) -> Option<PathBuf> {
-    let f = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../../shared/data")
-        .join(name);
-    f.is_file().then_some(f)
-}
 
 /// Every UPDATE of a BGP4MP trace, with the parameters to decode it.
 fn trace_updates(name: &str) -> Vec<(Vec<u8>, SessionParams)> {
-    let Some(path) = data(name) else {
+    let Some(path) = ribshard_mrt::shared_data_file(name) else {
         return Vec::new();
     };
     let mut r = ribshard_mrt::open(path).expect("open trace");
@@ -48,7 +40,7 @@ fn full_table_updates() -> (Vec<u8>, SessionParams) {
         ..SessionParams::default()
     };
     let mut groups: HashMap<Vec<u8>, Vec<Nlri>> = HashMap::new();
-    if let Some(path) = data("routeviews-wide-20100701.mrt.gz") {
+    if let Some(path) = ribshard_mrt::shared_data_file("routeviews-wide-20100701.mrt.gz") {
         let mut r = ribshard_mrt::open(path).expect("open RIB");
         let mut full_peer = None;
         while let Some(raw) = r.next_record().expect("read") {

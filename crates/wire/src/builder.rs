@@ -23,6 +23,21 @@ pub struct UpdateBuilder {
     max_len: usize,
 }
 
+/// Encodes NLRI from `nlri` while the message stays within `budget` (an offset in `out`);
+/// returns those that did not fit.
+#[inline]
+fn fill<'n>(out: &mut Vec<u8>, nlri: &'n [Nlri], budget: usize) -> &'n [Nlri] {
+    let mut used = 0;
+    for n in nlri {
+        if out.len() + n.wire_len() > budget {
+            break;
+        }
+        n.encode(out);
+        used += 1;
+    }
+    nlri.get(used..).unwrap_or(&[])
+}
+
 /// Octets of an MP_REACH_NLRI / MP_UNREACH_NLRI header with the extended length form.
 const MP_ATTR_HEADER: usize = 4;
 
@@ -102,16 +117,7 @@ impl UpdateBuilder {
                 out.extend_from_slice(mp_next_hop);
                 out.push(0);
             }
-            let budget = start + self.max_len;
-            let mut used = 0;
-            for n in rest {
-                if out.len() + n.wire_len() > budget {
-                    break;
-                }
-                n.encode(out);
-                used += 1;
-            }
-            rest = rest.get(used..).unwrap_or(&[]);
+            rest = fill(out, rest, start + self.max_len);
             let attr_total = if mp {
                 let mp_value = out.len() - mp_len_at - 2;
                 if let Some(l) = out.get_mut(mp_len_at..mp_len_at + 2) {
@@ -155,15 +161,7 @@ impl UpdateBuilder {
             }
             let budget = start + self.max_len - if mp { 0 } else { 2 };
             let body_at = out.len();
-            let mut used = 0;
-            for n in rest {
-                if out.len() + n.wire_len() > budget {
-                    break;
-                }
-                n.encode(out);
-                used += 1;
-            }
-            rest = rest.get(used..).unwrap_or(&[]);
+            rest = fill(out, rest, budget);
             let body = out.len() - body_at;
             if mp {
                 // Attribute length field, then the MP_UNREACH_NLRI length.

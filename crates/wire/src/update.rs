@@ -400,25 +400,14 @@ impl<'a> AttrsView<'a> {
                 return segs;
             }
         }
-        let count = |segs: &[(u8, Vec<u32>)]| -> usize {
-            segs.iter()
-                .map(|(k, a)| {
-                    if *k == segment::AS_SET || *k == segment::AS_CONFED_SET {
-                        1
-                    } else {
-                        a.len()
-                    }
-                })
-                .sum()
-        };
         // Confederation segments in AS4_PATH are not valid (RFC 6793 section 6): skip them.
         let as4_segs: Vec<(u8, Vec<u32>)> = as4
             .segments()
             .filter(|s| s.kind == segment::AS_SEQUENCE || s.kind == segment::AS_SET)
             .map(|s| (s.kind, s.asns().collect()))
             .collect();
-        let n = count(&segs);
-        let n4 = count(&as4_segs);
+        let n = merge_count(&segs);
+        let n4 = merge_count(&as4_segs);
         if n < n4 {
             return segs;
         }
@@ -440,6 +429,21 @@ impl<'a> AttrsView<'a> {
         out.extend(as4_segs);
         out
     }
+}
+
+/// The number of ASes RFC 6793 section 4.2.3 compares when merging AS_PATH with AS4_PATH:
+/// a set counts one, a sequence its length.
+pub fn merge_count(segments: &[(u8, Vec<u32>)]) -> usize {
+    segments
+        .iter()
+        .map(|(kind, asns)| {
+            if *kind == segment::AS_SET || *kind == segment::AS_CONFED_SET {
+                1
+            } else {
+                asns.len()
+            }
+        })
+        .sum()
 }
 
 /// A validated UPDATE.
@@ -791,6 +795,20 @@ pub(crate) fn parse_aggregator(v: &[u8], four_octet: bool) -> Option<Aggregator>
     c.is_empty().then_some(Aggregator { asn, address })
 }
 
+/// Validated NLRI of an MP attribute for the families we route; `None` for the others.
+fn family_nlri<'a>(
+    family: Option<Family>,
+    bytes: &'a [u8],
+    params: &SessionParams,
+) -> Result<Option<NlriView<'a>>, AttrErrorKind> {
+    match family {
+        Some(f) => NlriView::parse(bytes, f, params.add_path_for(f))
+            .map(Some)
+            .ok_or(AttrErrorKind::InvalidNlri),
+        None => Ok(None),
+    }
+}
+
 pub(crate) fn parse_mp_unreach<'a>(
     v: &'a [u8],
     params: &SessionParams,
@@ -800,13 +818,7 @@ pub(crate) fn parse_mp_unreach<'a>(
         return Err(AttrErrorKind::Length);
     };
     let nlri_bytes = c.rest();
-    let nlri = match Family::from_afi_safi(afi, safi) {
-        Some(f) => Some(
-            NlriView::parse(nlri_bytes, f, params.add_path_for(f))
-                .ok_or(AttrErrorKind::InvalidNlri)?,
-        ),
-        None => None,
-    };
+    let nlri = family_nlri(Family::from_afi_safi(afi, safi), nlri_bytes, params)?;
     Ok(MpUnreachView {
         afi,
         safi,
@@ -857,13 +869,7 @@ pub(crate) fn parse_mp_reach<'a>(
         return Err(AttrErrorKind::InvalidNextHopLength);
     }
     let nlri_bytes = c.rest();
-    let nlri = match family {
-        Some(f) => Some(
-            NlriView::parse(nlri_bytes, f, params.add_path_for(f))
-                .ok_or(AttrErrorKind::InvalidNlri)?,
-        ),
-        None => None,
-    };
+    let nlri = family_nlri(family, nlri_bytes, params)?;
     Ok(MpReachView {
         afi,
         safi,

@@ -1,7 +1,5 @@
 //! Byte-exact round trips of real BGP messages and attribute sets from route collectors.
 
-mod common;
-
 use ribshard_mrt::{Bgp4mpBody, Record, RibRecord, TableDump};
 use ribshard_wire::{
     decode, parse_attributes_only, Action, Message, PathAttributes, UpdateMessage,
@@ -10,7 +8,7 @@ use ribshard_wire::{
 /// Every BGP message of an update trace decodes, and every UPDATE re-encodes to the same
 /// octets from the owned model.
 fn round_trip_trace(name: &str) -> Option<(usize, usize)> {
-    let path = common::data_file(name)?;
+    let path = ribshard_mrt::shared_data_file(name)?;
     let mut reader = ribshard_mrt::open(&path).expect("open trace");
     let (mut updates, mut prefixes) = (0, 0);
     while let Some(raw) = reader.next_record().expect("read record") {
@@ -52,7 +50,7 @@ fn ris_2007_updates_round_trip_byte_exact() {
 
 #[test]
 fn routeviews_2010_rib_attributes_round_trip_byte_exact() {
-    let Some(path) = common::data_file("routeviews-wide-20100701.mrt.gz") else {
+    let Some(path) = ribshard_mrt::shared_data_file("routeviews-wide-20100701.mrt.gz") else {
         return;
     };
     let mut reader = ribshard_mrt::open(&path).expect("open");
@@ -77,7 +75,7 @@ fn routeviews_2010_rib_attributes_round_trip_byte_exact() {
 
 #[test]
 fn ris_2002_table_dump_attributes_round_trip_byte_exact() {
-    let Some(path) = common::data_file("ris-rrc00-bview-20020722.mrt.gz") else {
+    let Some(path) = ribshard_mrt::shared_data_file("ris-rrc00-bview-20020722.mrt.gz") else {
         return;
     };
     let mut reader = ribshard_mrt::open(&path).expect("open");
