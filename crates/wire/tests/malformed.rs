@@ -732,6 +732,10 @@ fn end_of_rib_markers_rfc4724() {
     let m = update(&[], &[a(0x80, 15, &[0, 2, 1])], &[]);
     assert_eq!(outcome(&m, &IBGP).end_of_rib(), Some(Family::Ipv6Unicast));
     assert_eq!(outcome(&announce(vec![]), &IBGP).end_of_rib(), None);
+    for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+        let eor = ribshard_wire::UpdateBuilder::end_of_rib(f);
+        assert_eq!(outcome(&eor, &IBGP).end_of_rib(), Some(f));
+    }
 }
 
 #[test]
