@@ -4,6 +4,7 @@
 //! builds on the library crates and must never implement protocol logic itself.
 
 use clap::{Parser, Subcommand};
+use ribshard::config;
 use std::io::{self, BufWriter, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -20,11 +21,27 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Check or print configuration files.
+    Config {
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
     /// Work with MRT files (RFC 6396).
     Mrt {
         #[command(subcommand)]
         command: MrtCommand,
     },
+}
+
+#[derive(Subcommand)]
+enum ConfigCommand {
+    /// Check a configuration file; every error names the file, line and key.
+    Check {
+        /// The configuration file (TOML).
+        file: PathBuf,
+    },
+    /// Print an annotated, complete example configuration.
+    Example,
 }
 
 #[derive(Subcommand)]
@@ -68,6 +85,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_json);
     match cli.command {
+        Command::Config { command } => config_command(command),
         Command::Mrt { command } => match mrt(command) {
             Ok(()) => ExitCode::SUCCESS,
             // A closed pipe (`ribshard mrt dump f | head`) is not an error.
@@ -79,6 +97,34 @@ fn main() -> ExitCode {
             }
             Err(e) => {
                 tracing::error!("{e}");
+                ExitCode::FAILURE
+            }
+        },
+    }
+}
+
+fn config_command(command: ConfigCommand) -> ExitCode {
+    match command {
+        ConfigCommand::Example => {
+            print!("{}", config::EXAMPLE);
+            ExitCode::SUCCESS
+        }
+        ConfigCommand::Check { file } => match config::load(&file) {
+            Ok(c) => {
+                println!(
+                    "{}: OK: AS {}, router id {}, {} neighbor(s) in {} group(s), {} shard(s), {} update thread(s)",
+                    file.display(),
+                    c.local_as,
+                    c.router_id,
+                    c.peers.len(),
+                    c.peers.iter().map(|p| &p.group).collect::<std::collections::HashSet<_>>().len(),
+                    c.threading.shards,
+                    c.threading.update_threads
+                );
+                ExitCode::SUCCESS
+            }
+            Err(errors) => {
+                eprintln!("{errors}");
                 ExitCode::FAILURE
             }
         },

@@ -1,0 +1,470 @@
+//! Checks every setting where it is written, then resolves each neighbor's effective
+//! settings: neighbor over group over `[bgp]` over the defaults.
+
+use super::schema::{self, Raw};
+use super::{ErrorKind, Locator};
+use std::collections::HashMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+pub use ribshard_wire::Family;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum GroupType {
+    Internal,
+    External,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PrefixLimit {
+    pub maximum: u32,
+    pub teardown: bool,
+    pub idle_timeout: Option<u32>,
+}
+
+/// Threads of the pipeline (Junos `rib-sharding` / `update-threading`); 0 turns one off.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Threading {
+    pub shards: u32,
+    pub update_threads: u32,
+}
+
+/// One neighbor with every setting resolved.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Peer {
+    /// Where it is configured, as `bgp.group[0].neighbor[1]`.
+    pub key: String,
+    pub group: String,
+    pub group_type: GroupType,
+    pub address: IpAddr,
+    pub port: u16,
+    pub local_address: Option<IpAddr>,
+    pub peer_as: u32,
+    pub local_as: u32,
+    pub hold_time: u16,
+    pub connect_retry_time: u16,
+    pub send_hold_time: u32,
+    pub passive: bool,
+    pub authentication_key: Option<String>,
+    pub ttl_security: Option<u8>,
+    pub multihop: bool,
+    pub description: Option<String>,
+    pub import: Vec<String>,
+    pub export: Vec<String>,
+    pub families: Vec<Family>,
+    /// Per family, indexed by [`Family::index`].
+    pub prefix_limits: [Option<PrefixLimit>; 2],
+    pub cluster: Option<Ipv4Addr>,
+    pub route_server_client: bool,
+    pub next_hop_self: bool,
+    /// RFC 9234 role code.
+    pub role: Option<u8>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Config {
+    pub local_as: u32,
+    pub router_id: Ipv4Addr,
+    pub listen: Vec<SocketAddr>,
+    pub threading: Threading,
+    pub peers: Vec<Peer>,
+}
+
+type Errs = Vec<(String, ErrorKind)>;
+
+const BUILTIN_POLICIES: [&str; 2] = ["accept", "reject"];
+/// TCP_MD5SIG_MAXKEYLEN of Linux.
+const MAX_MD5_KEY: usize = 80;
+
+fn invalid(errs: &mut Errs, key: String, value: impl ToString, why: &'static str) {
+    errs.push((
+        key,
+        ErrorKind::Invalid {
+            value: value.to_string(),
+            why,
+        },
+    ));
+}
+
+fn family(name: &str) -> Option<Family> {
+    match name {
+        "inet-unicast" => Some(Family::Ipv4Unicast),
+        "inet6-unicast" => Some(Family::Ipv6Unicast),
+        _ => None,
+    }
+}
+
+fn role(name: &str) -> Option<u8> {
+    use ribshard_wire::open::role;
+    Some(match name {
+        "provider" => role::PROVIDER,
+        "rs" => role::RS,
+        "rs-client" => role::RS_CLIENT,
+        "customer" => role::CUSTOMER,
+        "peer" => role::PEER,
+        _ => return None,
+    })
+}
+
+/// Checks the settings common to `[bgp]`, groups and neighbors where they are written.
+macro_rules! check_common {
+    ($errs:expr, $at:expr, $s:expr) => {{
+        let at: &str = $at;
+        let s = $s;
+        for (k, v) in [("peer-as", s.peer_as), ("local-as", s.local_as)] {
+            if let Some(asn) = v {
+                check_asn($errs, format!("{at}.{k}"), asn);
+            }
+        }
+        if let Some(h) = s.hold_time {
+            if h == 1 || h == 2 {
+                invalid(
+                    $errs,
+                    format!("{at}.hold-time"),
+                    h,
+                    "must be 0 or at least 3 seconds (RFC 4271 section 4.2)",
+                );
+            }
+        }
+        if s.connect_retry_time == Some(0) {
+            invalid(
+                $errs,
+                format!("{at}.connect-retry-time"),
+                0,
+                "must be at least 1 second",
+            );
+        }
+        if let Some(k) = &s.authentication_key {
+            if k.is_empty() || k.len() > MAX_MD5_KEY {
+                invalid(
+                    $errs,
+                    format!("{at}.authentication-key"),
+                    format!("a key of {} octets", k.len()),
+                    "must be 1 to 80 octets (TCP_MD5SIG)",
+                );
+            }
+        }
+        if s.ttl_security == Some(0) {
+            invalid(
+                $errs,
+                format!("{at}.ttl-security"),
+                0,
+                "is not a hop count (1 to 255)",
+            );
+        }
+        for (k, list) in [("import", &s.import), ("export", &s.export)] {
+            for (i, p) in list.iter().flatten().enumerate() {
+                if !BUILTIN_POLICIES.contains(&p.as_str()) {
+                    invalid(
+                        $errs,
+                        format!("{at}.{k}[{i}]"),
+                        format!("policy \"{p}\""),
+                        "is not defined (built in: \"accept\", \"reject\")",
+                    );
+                }
+            }
+        }
+        for (i, f) in s.family.iter().flatten().enumerate() {
+            if family(f).is_none() {
+                invalid(
+                    $errs,
+                    format!("{at}.family[{i}]"),
+                    format!("\"{f}\""),
+                    "is not a family (\"inet-unicast\", \"inet6-unicast\")",
+                );
+            }
+        }
+        if let Some(r) = &s.role {
+            if role(r).is_none() {
+                invalid(
+                    $errs,
+                    format!("{at}.role"),
+                    format!("\"{r}\""),
+                    "is not a role (provider, customer, peer, rs, rs-client)",
+                );
+            }
+        }
+        if let Some(pl) = &s.prefix_limit {
+            for (k, l) in [
+                ("inet-unicast", &pl.inet_unicast),
+                ("inet6-unicast", &pl.inet6_unicast),
+            ] {
+                if let Some(l) = l {
+                    match l.maximum {
+                        None => $errs
+                            .push((format!("{at}.prefix-limit.{k}.maximum"), ErrorKind::Missing)),
+                        Some(0) => invalid(
+                            $errs,
+                            format!("{at}.prefix-limit.{k}.maximum"),
+                            0,
+                            "must be at least 1",
+                        ),
+                        Some(_) => {}
+                    }
+                }
+            }
+        }
+    }};
+}
+
+fn default_policy(t: GroupType) -> Vec<String> {
+    vec![match t {
+        GroupType::Internal => "accept".into(),
+        GroupType::External => "reject".into(),
+    }]
+}
+
+fn check_asn(errs: &mut Errs, key: String, asn: u32) {
+    if asn == 0 {
+        invalid(errs, key, asn, "is reserved (RFC 7607)");
+    } else if asn == ribshard_wire::types::AS_TRANS {
+        invalid(errs, key, asn, "is AS_TRANS, not a real AS (RFC 6793)");
+    }
+}
+
+fn limit(l: &Option<schema::RawPrefixLimit>) -> Option<PrefixLimit> {
+    let l = l.as_ref()?;
+    Some(PrefixLimit {
+        maximum: l.maximum?,
+        teardown: l.teardown.unwrap_or(true),
+        idle_timeout: l.idle_timeout,
+    })
+}
+
+pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
+    let mut errs = Errs::new();
+    let Some(bgp) = raw.bgp else {
+        return Err(vec![("bgp".into(), ErrorKind::Missing)]);
+    };
+    check_common!(&mut errs, "bgp", &bgp);
+    // `local-as` under [bgp] is our AS (checked with the common settings above).
+    let local_as = match bgp.local_as {
+        Some(a) => a,
+        None => {
+            errs.push(("bgp.local-as".into(), ErrorKind::Missing));
+            0
+        }
+    };
+    let router_id = match bgp.router_id {
+        Some(id) if id.is_unspecified() => {
+            invalid(
+                &mut errs,
+                "bgp.router-id".into(),
+                id,
+                "is not a valid BGP identifier (RFC 6286)",
+            );
+            id
+        }
+        Some(id) => id,
+        None => {
+            errs.push(("bgp.router-id".into(), ErrorKind::Missing));
+            Ipv4Addr::UNSPECIFIED
+        }
+    };
+    let listen = bgp.listen.clone().unwrap_or_else(|| {
+        vec![
+            SocketAddr::from(([0, 0, 0, 0], 179)),
+            SocketAddr::from(([0u16; 8], 179)),
+        ]
+    });
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let threading = Threading {
+        shards: bgp
+            .rib_sharding
+            .as_ref()
+            .and_then(|r| r.number_of_shards)
+            .unwrap_or(cpus),
+        update_threads: bgp
+            .update_threading
+            .as_ref()
+            .and_then(|u| u.number_of_threads)
+            .unwrap_or(cpus),
+    };
+    if threading.shards > 1024 {
+        invalid(
+            &mut errs,
+            "bgp.rib-sharding.number-of-shards".into(),
+            threading.shards,
+            "must be 0 to 1024",
+        );
+    }
+    if threading.update_threads > 1024 {
+        invalid(
+            &mut errs,
+            "bgp.update-threading.number-of-threads".into(),
+            threading.update_threads,
+            "must be 0 to 1024",
+        );
+    }
+
+    let mut peers = Vec::new();
+    let mut group_names: HashMap<String, String> = HashMap::new();
+    let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
+    for (gi, g) in bgp.group.iter().flatten().enumerate() {
+        let gk = format!("bgp.group[{gi}]");
+        check_common!(&mut errs, &gk, g);
+        let name = match &g.name {
+            Some(n) => {
+                if let Some(first) = group_names.get(n) {
+                    errs.push((
+                        format!("{gk}.name"),
+                        ErrorKind::Duplicate {
+                            value: format!("group \"{n}\""),
+                            first: loc.line_of_key(first).unwrap_or(0),
+                        },
+                    ));
+                } else {
+                    group_names.insert(n.clone(), format!("{gk}.name"));
+                }
+                n.clone()
+            }
+            None => {
+                errs.push((format!("{gk}.name"), ErrorKind::Missing));
+                String::new()
+            }
+        };
+        let group_type = match g.r#type.as_deref() {
+            Some("internal") => GroupType::Internal,
+            Some("external") => GroupType::External,
+            Some(other) => {
+                invalid(
+                    &mut errs,
+                    format!("{gk}.type"),
+                    format!("\"{other}\""),
+                    "must be \"internal\" or \"external\"",
+                );
+                GroupType::External
+            }
+            None => {
+                errs.push((format!("{gk}.type"), ErrorKind::Missing));
+                GroupType::External
+            }
+        };
+        for (ni, n) in g.neighbor.iter().flatten().enumerate() {
+            let nk = format!("{gk}.neighbor[{ni}]");
+            check_common!(&mut errs, &nk, n);
+            macro_rules! pick {
+                ($f:ident) => {
+                    n.$f.clone()
+                        .or_else(|| g.$f.clone())
+                        .or_else(|| bgp.$f.clone())
+                };
+            }
+            let Some(address) = n.address else {
+                errs.push((format!("{nk}.address"), ErrorKind::Missing));
+                continue;
+            };
+            let port = pick!(port).unwrap_or(179);
+            if let Some(first) = neighbors.get(&(address, port)) {
+                errs.push((
+                    format!("{nk}.address"),
+                    ErrorKind::Duplicate {
+                        value: format!("neighbor {address} port {port}"),
+                        first: loc.line_of_key(first).unwrap_or(0),
+                    },
+                ));
+            } else {
+                neighbors.insert((address, port), format!("{nk}.address"));
+            }
+            let peer_local_as = pick!(local_as).unwrap_or(local_as);
+            let peer_as = match (pick!(peer_as), group_type) {
+                (Some(a), _) => a,
+                (None, GroupType::Internal) => peer_local_as,
+                (None, GroupType::External) => {
+                    errs.push((format!("{nk}.peer-as"), ErrorKind::Missing));
+                    0
+                }
+            };
+            if group_type == GroupType::Internal && peer_as != peer_local_as {
+                invalid(
+                    &mut errs,
+                    format!("{nk}.peer-as"),
+                    peer_as,
+                    "must equal our AS for an internal peer",
+                );
+            }
+            if group_type == GroupType::External && peer_as == peer_local_as && peer_as != 0 {
+                invalid(
+                    &mut errs,
+                    format!("{nk}.peer-as"),
+                    peer_as,
+                    "must differ from our AS for an external peer (or use type = \"internal\")",
+                );
+            }
+            let cluster = pick!(cluster);
+            if cluster.is_some() && group_type == GroupType::External {
+                invalid(
+                    &mut errs,
+                    format!("{gk}.cluster"),
+                    "cluster",
+                    "applies to internal groups only (route reflection)",
+                );
+            }
+            let rs_client = pick!(route_server_client).unwrap_or(false);
+            if rs_client && group_type == GroupType::Internal {
+                invalid(
+                    &mut errs,
+                    format!("{gk}.route-server-client"),
+                    "route-server-client",
+                    "applies to external groups only",
+                );
+            }
+            if let Some(local) = pick!(local_address) {
+                if local.is_ipv4() != address.is_ipv4() {
+                    invalid(
+                        &mut errs,
+                        format!("{nk}.local-address"),
+                        local,
+                        "is not of the neighbor's address family",
+                    );
+                }
+            }
+            let hold_time = pick!(hold_time).unwrap_or(90);
+            let families = pick!(family)
+                .map(|v| v.iter().filter_map(|f| family(f)).collect())
+                .unwrap_or_else(|| vec![Family::Ipv4Unicast, Family::Ipv6Unicast]);
+            let limits = pick!(prefix_limit).unwrap_or_default();
+            peers.push(Peer {
+                key: nk,
+                group: name.clone(),
+                group_type,
+                address,
+                port,
+                local_address: pick!(local_address),
+                peer_as,
+                local_as: peer_local_as,
+                hold_time,
+                connect_retry_time: pick!(connect_retry_time).unwrap_or(30),
+                send_hold_time: pick!(send_hold_time)
+                    .unwrap_or_else(|| 480u32.max(2 * u32::from(hold_time))),
+                passive: pick!(passive).unwrap_or(false),
+                authentication_key: pick!(authentication_key),
+                ttl_security: pick!(ttl_security),
+                multihop: pick!(multihop).unwrap_or(false),
+                description: pick!(description),
+                // RFC 8212: without a policy, an external session accepts and sends nothing.
+                import: pick!(import).unwrap_or_else(|| default_policy(group_type)),
+                export: pick!(export).unwrap_or_else(|| default_policy(group_type)),
+                families,
+                prefix_limits: [limit(&limits.inet_unicast), limit(&limits.inet6_unicast)],
+                cluster,
+                route_server_client: rs_client,
+                next_hop_self: pick!(next_hop_self).unwrap_or(false),
+                role: pick!(role).and_then(|r| role(&r)),
+            });
+        }
+    }
+    if peers.is_empty() && errs.is_empty() {
+        errs.push(("bgp.group".into(), ErrorKind::NoNeighbors));
+    }
+    if errs.is_empty() {
+        Ok(Config {
+            local_as,
+            router_id,
+            listen,
+            threading,
+            peers,
+        })
+    } else {
+        Err(errs)
+    }
+}

@@ -1,0 +1,114 @@
+//! The file as written: every key optional here, so that missing ones are reported by
+//! [`super::resolve`] with their place, and unknown ones are refused by the parser.
+
+use serde::Deserialize;
+use std::net::{IpAddr, SocketAddr};
+
+/// Settings that `[bgp]`, a group and a neighbor can each give; the most specific wins.
+macro_rules! with_peer_settings {
+    ($(#[$m:meta])* pub struct $name:ident { $($field:ident : $ty:ty,)* }) => {
+        $(#[$m])*
+        #[derive(Clone, Debug, Default, Deserialize)]
+        #[serde(deny_unknown_fields, rename_all = "kebab-case")]
+        pub struct $name {
+            $(pub $field: $ty,)*
+            /// The neighbor's AS.
+            pub peer_as: Option<u32>,
+            /// Our AS towards these peers, if not `bgp.local-as` (Junos `local-as`).
+            pub local_as: Option<u32>,
+            /// Proposed hold time, seconds: 0 (no keepalives) or 3 to 65535. Default 90.
+            pub hold_time: Option<u16>,
+            /// Seconds between connection attempts. Default 30.
+            pub connect_retry_time: Option<u16>,
+            /// RFC 9687 send hold time, seconds. Default: max(480, 2 x hold time).
+            pub send_hold_time: Option<u32>,
+            /// Never connect out; wait for the peer. Default false.
+            pub passive: Option<bool>,
+            /// TCP MD5 signature key (RFC 2385).
+            pub authentication_key: Option<String>,
+            /// GTSM (RFC 5082): accept only packets from at most this many hops away.
+            pub ttl_security: Option<u8>,
+            /// eBGP to a neighbor that is not directly connected.
+            pub multihop: Option<bool>,
+            /// Local address to bind before connecting, and expected on incoming connections.
+            pub local_address: Option<IpAddr>,
+            /// The neighbor's TCP port. Default 179.
+            pub port: Option<u16>,
+            pub description: Option<String>,
+            /// Import policies, evaluated in order ("accept" and "reject" are built in).
+            pub import: Option<Vec<String>>,
+            /// Export policies, evaluated in order.
+            pub export: Option<Vec<String>>,
+            /// Address families: "inet-unicast", "inet6-unicast". Default both.
+            pub family: Option<Vec<String>>,
+            pub prefix_limit: Option<PrefixLimits>,
+            /// Route reflection: this group's clients share this cluster id (RFC 4456).
+            pub cluster: Option<std::net::Ipv4Addr>,
+            /// Transparent route server clients (RFC 7947).
+            pub route_server_client: Option<bool>,
+            /// Advertise ourselves as next hop.
+            pub next_hop_self: Option<bool>,
+            /// BGP role (RFC 9234): provider, customer, peer, rs, rs-client.
+            pub role: Option<String>,
+        }
+    };
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Raw {
+    pub bgp: Option<Bgp>,
+}
+
+with_peer_settings! {
+    pub struct Bgp {
+        router_id: Option<std::net::Ipv4Addr>,
+        listen: Option<Vec<SocketAddr>>,
+        rib_sharding: Option<RibSharding>,
+        update_threading: Option<UpdateThreading>,
+        group: Option<Vec<Group>>,
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RibSharding {
+    pub number_of_shards: Option<u32>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct UpdateThreading {
+    pub number_of_threads: Option<u32>,
+}
+
+with_peer_settings! {
+    pub struct Group {
+        name: Option<String>,
+        r#type: Option<String>,
+        neighbor: Option<Vec<Neighbor>>,
+    }
+}
+
+with_peer_settings! {
+    pub struct Neighbor {
+        address: Option<IpAddr>,
+    }
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PrefixLimits {
+    pub inet_unicast: Option<RawPrefixLimit>,
+    pub inet6_unicast: Option<RawPrefixLimit>,
+}
+
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawPrefixLimit {
+    pub maximum: Option<u32>,
+    /// Tear the session down past the maximum (else only log). Default true.
+    pub teardown: Option<bool>,
+    /// Seconds before reconnecting after a teardown; absent: stay down until cleared.
+    pub idle_timeout: Option<u32>,
+}

@@ -1,0 +1,204 @@
+use super::*;
+use std::path::Path;
+
+fn load_str(text: &str) -> Result<Config, Errors> {
+    parse(text, Path::new("test.toml"))
+}
+
+/// The errors as (line, key, kind) triples.
+fn errors(text: &str) -> Vec<(Option<usize>, String, ErrorKind)> {
+    match load_str(text) {
+        Ok(c) => panic!("accepted: {c:?}"),
+        Err(Errors(v)) => v.into_iter().map(|e| (e.line, e.key, e.kind)).collect(),
+    }
+}
+
+const HEAD: &str = "[bgp]\nlocal-as = 65000\nrouter-id = \"192.0.2.1\"\n";
+
+#[test]
+fn the_example_loads() {
+    let c = load_str(EXAMPLE).unwrap();
+    assert_eq!(c.local_as, 65000);
+    assert_eq!(c.peers.len(), 4);
+    assert_eq!(
+        c.threading,
+        Threading {
+            shards: 2,
+            update_threads: 2
+        }
+    );
+    let p = &c.peers[0];
+    assert_eq!(
+        (p.port, p.authentication_key.as_deref()),
+        (1790, Some("s3cret"))
+    );
+    assert_eq!(
+        p.prefix_limits[0],
+        Some(PrefixLimit {
+            maximum: 1_000_000,
+            teardown: true,
+            idle_timeout: Some(300)
+        })
+    );
+    // Overrides: neighbor over group.
+    assert_eq!(c.peers[1].peer_as, 65002);
+    assert!(c.peers[1].passive);
+    assert_eq!(c.peers[2].hold_time, 30);
+    assert_eq!(c.peers[2].group_type, GroupType::Internal);
+    assert_eq!(c.peers[2].peer_as, 65000);
+}
+
+#[test]
+fn the_issue_sample_loads() {
+    let text = format!(
+        "{HEAD}listen = [\"127.0.0.1:1179\"]\n[bgp.rib-sharding]\nnumber-of-shards = 2\n\
+         [bgp.update-threading]\nnumber-of-threads = 2\n[[bgp.group]]\nname = \"upstreams\"\n\
+         type = \"external\"\npeer-as = 65001\nimport = [\"accept\"]\nexport = [\"reject\"]\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\nport = 1790\nlocal-address = \"127.0.0.1\"\n"
+    );
+    let c = load_str(&text).unwrap();
+    assert_eq!(c.listen, ["127.0.0.1:1179".parse().unwrap()]);
+    assert_eq!(c.peers[0].export, ["reject"]);
+}
+
+#[test]
+fn defaults() {
+    let c = load_str(&format!(
+        "{HEAD}[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n\
+         [[bgp.group]]\nname = \"i\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"127.0.0.3\"\n"
+    ))
+    .unwrap();
+    let (e, i) = (&c.peers[0], &c.peers[1]);
+    assert_eq!(
+        (e.hold_time, e.port, e.connect_retry_time, e.send_hold_time),
+        (90, 179, 30, 480)
+    );
+    // RFC 8212 for external sessions; internal ones accept.
+    assert_eq!(
+        (e.import.as_slice(), e.export.as_slice()),
+        (&["reject".to_string()][..], &["reject".to_string()][..])
+    );
+    assert_eq!(i.import, ["accept"]);
+    assert_eq!(e.families, [Family::Ipv4Unicast, Family::Ipv6Unicast]);
+    assert_eq!(c.listen.len(), 2);
+    let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+    assert_eq!(
+        c.threading,
+        Threading {
+            shards: cpus,
+            update_threads: cpus
+        }
+    );
+}
+
+#[test]
+fn inheritance_most_specific_wins() {
+    let c = load_str(&format!(
+        "{HEAD}hold-time = 60\n[[bgp.group]]\nname = \"g\"\ntype = \"external\"\npeer-as = 1\nhold-time = 30\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.3\"\nhold-time = 9\n\
+         [[bgp.group]]\nname = \"h\"\ntype = \"external\"\npeer-as = 2\n[[bgp.group.neighbor]]\naddress = \"127.0.0.4\"\n"
+    ))
+    .unwrap();
+    let holds: Vec<u16> = c.peers.iter().map(|p| p.hold_time).collect();
+    assert_eq!(holds, [30, 9, 60]);
+    assert_eq!(c.peers[1].send_hold_time, 480);
+}
+
+#[test]
+fn each_error_has_its_line_and_key() {
+    let text = "[bgp]\nlocal-as = 65000\nrouter-id = \"0.0.0.0\"\nhold-time = 2\n\n\
+        [[bgp.group]]\nname = \"a\"\ntype = \"externa\"\nimport = [\"acept\"]\n\n\
+        [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\nttl-security = 0\n\n\
+        [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npeer-as = 65001\n\n\
+        [[bgp.group]]\nname = \"a\"\ntype = \"internal\"\ncluster = \"1.2.3.4\"\n\
+        [[bgp.group.neighbor]]\naddress = \"::1\"\nlocal-address = \"127.0.0.1\"\npeer-as = 7\n";
+    let e = errors(text);
+    let find = |key: &str| {
+        e.iter()
+            .find(|(_, k, _)| k == key)
+            .unwrap_or_else(|| panic!("no error for {key}: {e:?}"))
+            .clone()
+    };
+    assert_eq!(find("bgp.router-id").0, Some(3));
+    assert_eq!(find("bgp.hold-time").0, Some(4));
+    assert_eq!(find("bgp.group[0].type").0, Some(8));
+    assert_eq!(find("bgp.group[0].import[0]").0, Some(9));
+    assert_eq!(find("bgp.group[0].neighbor[0].ttl-security").0, Some(13));
+    let (line, _, kind) = find("bgp.group[0].neighbor[0].peer-as");
+    assert_eq!((line, kind), (Some(11), ErrorKind::Missing));
+    let (line, _, kind) = find("bgp.group[0].neighbor[1].address");
+    assert_eq!(line, Some(16));
+    assert_eq!(
+        kind,
+        ErrorKind::Duplicate {
+            value: "neighbor 127.0.0.2 port 179".into(),
+            first: 12
+        }
+    );
+    assert_eq!(
+        find("bgp.group[1].name").2,
+        ErrorKind::Duplicate {
+            value: "group \"a\"".into(),
+            first: 7
+        }
+    );
+    assert_eq!(find("bgp.group[1].neighbor[0].local-address").0, Some(25));
+    assert_eq!(find("bgp.group[1].neighbor[0].peer-as").0, Some(26));
+    assert_eq!(e.len(), 10, "{e:#?}");
+}
+
+#[test]
+fn unknown_keys_are_errors() {
+    let e = errors(&format!(
+        "{HEAD}[[bgp.group]]\nname = \"x\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"127.0.0.1\"\nporrt = 5\n"
+    ));
+    assert_eq!(e.len(), 1);
+    let (line, key, kind) = &e[0];
+    assert_eq!(
+        (line, key.as_str()),
+        (&Some(9), "bgp.group[0].neighbor[0].porrt")
+    );
+    assert!(matches!(kind, ErrorKind::Parse(m) if m.contains("unknown field `porrt`")));
+    let e = errors("[bgp]\nlocal-as = 1\nrouterid = \"1.1.1.1\"\n");
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(3), "bgp.routerid"));
+}
+
+#[test]
+fn wrong_types_and_syntax() {
+    let e = errors("[bgp]\nlocal-as = \"x\"\n");
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(2), "bgp.local-as"));
+    let e = errors("[bgp]\nlocal-as = 1\nlisten = [\"127.0.0.1\"]\n");
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(3), "bgp.listen[0]"));
+    let e = errors("[bgp\nlocal-as = 1\n");
+    assert_eq!(e[0].0, Some(1));
+}
+
+#[test]
+fn missing_and_semantic_errors() {
+    let e = errors("[bgp]\n");
+    let keys: Vec<&str> = e.iter().map(|(_, k, _)| k.as_str()).collect();
+    assert_eq!(keys, ["bgp.local-as", "bgp.router-id"]);
+    let e = errors(HEAD);
+    assert_eq!(e[0].2, ErrorKind::NoNeighbors);
+    let e = errors(&format!("{HEAD}local-as = 23456\n"));
+    assert!(
+        matches!(&e[0].2, ErrorKind::Parse(m) if m.contains("duplicate key")),
+        "{e:?}"
+    );
+    let e = errors(&format!(
+        "{HEAD}[[bgp.group]]\nname = \"g\"\ntype = \"external\"\npeer-as = 65000\nauthentication-key = \"{}\"\n\
+         [bgp.group.prefix-limit.inet-unicast]\nteardown = true\n[[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n",
+        "k".repeat(81)
+    ));
+    let keys: Vec<&str> = e.iter().map(|(_, k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "bgp.group[0].authentication-key",
+            "bgp.group[0].prefix-limit.inet-unicast.maximum",
+            "bgp.group[0].neighbor[0].peer-as"
+        ]
+    );
+}
