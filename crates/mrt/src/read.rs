@@ -91,8 +91,13 @@ impl<R: Read> MrtReader<R> {
                 length,
             });
         }
-        self.buf.resize(length, 0);
-        let got = read_full(&mut self.inner, &mut self.buf)?;
+        // Grow with the data actually read, so a corrupt length costs no more than the
+        // octets that are really there.
+        self.buf.clear();
+        let got = (&mut self.inner)
+            .take(length as u64)
+            .read_to_end(&mut self.buf)
+            .map_err(MrtError::Io)?;
         if got != length {
             return Err(MrtError::Truncated {
                 record: self.records,
