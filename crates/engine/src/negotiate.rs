@@ -1,0 +1,208 @@
+//! What we offer in OPEN, and what a session gets from both OPENs (RFC 5492 capabilities,
+//! RFC 4271 section 6.2 checks, RFC 9234 roles).
+
+use ribshard_wire::notification::{code, open as sub, Notification};
+use ribshard_wire::open::{cap, role, AddPathFamily, Capability, GracefulRestartFamily};
+use ribshard_wire::{Family, Open, SessionParams};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// Everything a session needs to know about its neighbor.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PeerSettings {
+    pub address: IpAddr,
+    pub port: u16,
+    pub local_address: Option<IpAddr>,
+    pub local_as: u32,
+    pub peer_as: u32,
+    pub router_id: Ipv4Addr,
+    pub internal: bool,
+    pub hold_time: u16,
+    pub connect_retry_time: u16,
+    pub send_hold_time: u32,
+    pub passive: bool,
+    pub authentication_key: Option<String>,
+    pub ttl_security: Option<u8>,
+    pub multihop: bool,
+    pub families: Vec<Family>,
+    /// Per family ([`Family::index`]): maximum prefixes, teardown, idle timeout (seconds).
+    pub prefix_limits: [Option<(u32, bool, Option<u32>)>; 2],
+    /// RFC 9234 role we take towards the neighbor.
+    pub role: Option<u8>,
+    /// Add-Path (RFC 7911): receive multiple paths per prefix.
+    pub add_path_receive: bool,
+    /// Add-Path: send multiple paths per prefix.
+    pub add_path_send: bool,
+    /// A name for logs.
+    pub description: String,
+}
+
+/// The session as both OPENs made it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Negotiated {
+    pub peer_as: u32,
+    pub peer_id: Ipv4Addr,
+    /// The smaller of the two hold times (RFC 4271 section 4.2).
+    pub hold_time: u16,
+    pub four_octet_as: bool,
+    pub families: Vec<Family>,
+    pub route_refresh: bool,
+    pub enhanced_route_refresh: bool,
+    pub extended_message: bool,
+    /// Per family: we receive path identifiers / we may send them.
+    pub add_path_receive: [bool; 2],
+    pub add_path_send: [bool; 2],
+    /// The neighbor is a graceful restart speaker (RFC 4724); we help it.
+    pub graceful_restart: Option<u16>,
+    pub peer_role: Option<u8>,
+    /// How to decode the neighbor's messages.
+    pub params: SessionParams,
+}
+
+/// Our OPEN for this neighbor.
+pub fn build_open(s: &PeerSettings) -> Open {
+    let mut caps: Vec<Capability> = s
+        .families
+        .iter()
+        .map(|f| Capability::Multiprotocol {
+            afi: f.afi(),
+            safi: f.safi(),
+        })
+        .collect();
+    caps.push(Capability::RouteRefresh);
+    caps.push(Capability::EnhancedRouteRefresh);
+    caps.push(Capability::FourOctetAs(s.local_as));
+    caps.push(Capability::ExtendedMessage);
+    // Graceful restart as a helper (RFC 4724 section 3): no families of our own preserved.
+    caps.push(Capability::GracefulRestart {
+        flags: 0,
+        restart_time: 120,
+        families: Vec::<GracefulRestartFamily>::new(),
+    });
+    let send_receive = u8::from(s.add_path_receive) | (u8::from(s.add_path_send) << 1);
+    if send_receive != 0 {
+        caps.push(Capability::AddPath(
+            s.families
+                .iter()
+                .map(|f| AddPathFamily {
+                    afi: f.afi(),
+                    safi: f.safi(),
+                    send_receive,
+                })
+                .collect(),
+        ));
+    }
+    if let Some(r) = s.role {
+        caps.push(Capability::Role(r));
+    }
+    Open::new(s.local_as, s.hold_time, s.router_id, caps)
+}
+
+fn open_error(subcode: u8, data: Vec<u8>) -> Notification {
+    Notification::new(code::OPEN_MESSAGE, subcode, data)
+}
+
+/// The role pairs RFC 9234 section 4.2 allows.
+fn roles_match(ours: u8, theirs: u8) -> bool {
+    matches!(
+        (ours, theirs),
+        (role::PROVIDER, role::CUSTOMER)
+            | (role::CUSTOMER, role::PROVIDER)
+            | (role::RS, role::RS_CLIENT)
+            | (role::RS_CLIENT, role::RS)
+            | (role::PEER, role::PEER)
+    )
+}
+
+/// Checks the neighbor's OPEN against the configuration and negotiates the session.
+/// An error is the NOTIFICATION to send (RFC 4271 section 6.2).
+pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotiated, Notification> {
+    let peer_as = theirs.asn();
+    if peer_as != s.peer_as {
+        // Data: the AS in the OPEN, as Junos and FRR send it.
+        return Err(open_error(sub::BAD_PEER_AS, theirs.my_as.to_be_bytes().to_vec()));
+    }
+    // RFC 6286 section 2.2: identifiers must differ within an AS.
+    if s.internal && theirs.bgp_identifier == s.router_id {
+        return Err(open_error(
+            sub::BAD_BGP_IDENTIFIER,
+            theirs.bgp_identifier.octets().to_vec(),
+        ));
+    }
+    let peer_role = theirs.capabilities().find_map(|c| match c {
+        Capability::Role(r) => Some(*r),
+        _ => None,
+    });
+    if let (Some(o), Some(t)) = (s.role, peer_role) {
+        if !roles_match(o, t) {
+            return Err(open_error(sub::ROLE_MISMATCH, vec![]));
+        }
+    }
+    let four_octet_as = theirs.has(cap::FOUR_OCTET_AS) && ours.has(cap::FOUR_OCTET_AS);
+    // No multiprotocol capability at all means IPv4 unicast only (RFC 4760 section 1).
+    let theirs_mp: Vec<Family> = theirs
+        .capabilities()
+        .filter_map(|c| match c {
+            Capability::Multiprotocol { afi, safi } => Family::from_afi_safi(*afi, *safi),
+            _ => None,
+        })
+        .collect();
+    let theirs_mp = if theirs.has(cap::MULTIPROTOCOL) {
+        theirs_mp
+    } else {
+        vec![Family::Ipv4Unicast]
+    };
+    let families: Vec<Family> = s
+        .families
+        .iter()
+        .copied()
+        .filter(|f| theirs_mp.contains(f))
+        .collect();
+    let add_path = |f: Family, open: &Open| -> u8 {
+        open.capabilities()
+            .find_map(|c| match c {
+                Capability::AddPath(v) => v
+                    .iter()
+                    .find(|a| a.afi == f.afi() && a.safi == f.safi())
+                    .map(|a| a.send_receive),
+                _ => None,
+            })
+            .unwrap_or(0)
+    };
+    let mut add_path_receive = [false; 2];
+    let mut add_path_send = [false; 2];
+    for f in &families {
+        let (o, t) = (add_path(*f, ours), add_path(*f, theirs));
+        if let Some(x) = add_path_receive.get_mut(f.index()) {
+            *x = o & 1 != 0 && t & 2 != 0;
+        }
+        if let Some(x) = add_path_send.get_mut(f.index()) {
+            *x = o & 2 != 0 && t & 1 != 0;
+        }
+    }
+    let extended_message = theirs.has(cap::EXTENDED_MESSAGE) && ours.has(cap::EXTENDED_MESSAGE);
+    let graceful_restart = theirs.capabilities().find_map(|c| match c {
+        Capability::GracefulRestart { restart_time, .. } => Some(*restart_time),
+        _ => None,
+    });
+    Ok(Negotiated {
+        peer_as,
+        peer_id: theirs.bgp_identifier,
+        hold_time: ours.hold_time.min(theirs.hold_time),
+        four_octet_as,
+        families,
+        route_refresh: theirs.has(cap::ROUTE_REFRESH) || theirs.has(128),
+        enhanced_route_refresh: theirs.has(cap::ENHANCED_ROUTE_REFRESH),
+        extended_message,
+        add_path_receive,
+        add_path_send,
+        graceful_restart,
+        peer_role,
+        params: SessionParams {
+            four_octet_as,
+            extended_message,
+            add_path: add_path_receive,
+            external: !s.internal,
+            mrt_rib: false,
+        },
+    })
+}

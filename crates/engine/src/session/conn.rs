@@ -1,0 +1,137 @@
+//! One TCP connection of a session: framed reads into a reused buffer, and a writer task fed
+//! through a bounded queue, so a neighbor that stops reading never blocks the session task
+//! (its keepalives and hold timer) — the send hold timer (RFC 9687) notices it instead.
+
+use bytes::{Bytes, BytesMut};
+use ribshard_wire::{frame, DecodeError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::tcp::OwnedReadHalf;
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+
+/// Messages that may wait for the socket; past this the queue counts as blocked.
+const WRITE_QUEUE: usize = 4096;
+
+/// Write progress, shared with the writer task.
+#[derive(Debug)]
+pub(crate) struct Progress {
+    base: Instant,
+    queued: AtomicU64,
+    written: AtomicU64,
+    /// Milliseconds since `base` of the last completed write (or of the connection).
+    last_write_ms: AtomicU64,
+}
+
+impl Progress {
+    /// How long queued data has waited without any write completing; zero if nothing waits.
+    pub(crate) fn stalled_for(&self) -> std::time::Duration {
+        if self.queued.load(Ordering::Relaxed) == self.written.load(Ordering::Relaxed) {
+            return std::time::Duration::ZERO;
+        }
+        let last = self.last_write_ms.load(Ordering::Relaxed);
+        self.base
+            .elapsed()
+            .saturating_sub(std::time::Duration::from_millis(last))
+    }
+}
+
+pub(crate) enum ReadError {
+    /// The peer closed the connection, or the socket failed.
+    Closed(Option<std::io::Error>),
+    /// The header is invalid: the NOTIFICATION to send comes with it.
+    Header(DecodeError),
+}
+
+pub(crate) struct Conn {
+    read: OwnedReadHalf,
+    buf: BytesMut,
+    write: Option<mpsc::Sender<Bytes>>,
+    pub(crate) progress: Arc<Progress>,
+    /// We initiated this connection (collision resolution needs to know, RFC 4271 6.8).
+    pub(crate) outgoing: bool,
+    pub(crate) write_queue_blocks: u64,
+}
+
+impl Conn {
+    pub(crate) fn new(stream: TcpStream, outgoing: bool) -> Conn {
+        let (read, mut write) = stream.into_split();
+        let (tx, mut rx) = mpsc::channel::<Bytes>(WRITE_QUEUE);
+        let progress = Arc::new(Progress {
+            base: Instant::now(),
+            queued: AtomicU64::new(0),
+            written: AtomicU64::new(0),
+            last_write_ms: AtomicU64::new(0),
+        });
+        let p = progress.clone();
+        tokio::spawn(async move {
+            while let Some(b) = rx.recv().await {
+                if write.write_all(&b).await.is_err() {
+                    return;
+                }
+                p.written.fetch_add(b.len() as u64, Ordering::Relaxed);
+                p.last_write_ms
+                    .store(p.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+            }
+            // The session dropped its sender: everything queued (a final NOTIFICATION
+            // included) is written; now close our side.
+            let _ = write.shutdown().await;
+        });
+        Conn {
+            read,
+            buf: BytesMut::with_capacity(1 << 16),
+            write: Some(tx),
+            progress,
+            outgoing,
+            write_queue_blocks: 0,
+        }
+    }
+
+    /// Queues a message. A full queue is counted (Junos "write queue blocks") and the message
+    /// dropped: the neighbor is not reading, and the send hold timer will end the session.
+    pub(crate) fn send(&mut self, msg: Bytes) {
+        let Some(tx) = &self.write else { return };
+        let len = msg.len() as u64;
+        if self.progress.queued.load(Ordering::Relaxed)
+            == self.progress.written.load(Ordering::Relaxed)
+        {
+            // Nothing was waiting: the stall clock starts now.
+            self.progress.last_write_ms.store(
+                self.progress.base.elapsed().as_millis() as u64,
+                Ordering::Relaxed,
+            );
+        }
+        match tx.try_send(msg) {
+            Ok(()) => {
+                self.progress.queued.fetch_add(len, Ordering::Relaxed);
+            }
+            Err(_) => self.write_queue_blocks += 1,
+        }
+    }
+
+    /// Closes after everything queued is written.
+    pub(crate) fn close(mut self) {
+        self.write = None;
+    }
+
+    /// The next whole message (header included). Cancel-safe: partial data stays buffered.
+    pub(crate) async fn next_message(&mut self, max_len: usize) -> Result<Bytes, ReadError> {
+        loop {
+            match frame(&self.buf, max_len) {
+                Ok(Some(len)) => return Ok(self.buf.split_to(len).freeze()),
+                Ok(None) => {}
+                Err(e) => return Err(ReadError::Header(e)),
+            }
+            if self.buf.capacity() - self.buf.len() < 4096 {
+                self.buf.reserve(1 << 16);
+            }
+            match self.read.read_buf(&mut self.buf).await {
+                Ok(0) => return Err(ReadError::Closed(None)),
+                Ok(_) => {}
+                Err(e) => return Err(ReadError::Closed(Some(e))),
+            }
+        }
+    }
+}

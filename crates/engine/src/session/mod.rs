@@ -1,0 +1,834 @@
+//! Session I/O: one tokio task per neighbor, listeners that hand accepted connections to
+//! them, and the bounded channel that carries received UPDATEs to the pipeline.
+
+mod conn;
+
+use crate::negotiate::{build_open, negotiate, Negotiated, PeerSettings};
+use crate::socket::{self, ConnectOptions};
+use bytes::Bytes;
+use conn::{Conn, ReadError};
+use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
+use ribshard_wire::message::{MessageType, HEADER_LEN, MAX_MESSAGE_LEN};
+use ribshard_wire::notification::{cease, code, open as open_sub, Notification};
+use ribshard_wire::{decode, keepalive, parse_update, Family, Message, Nlri, Open, SessionParams};
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+/// What sessions hand to the pipeline.
+#[derive(Debug)]
+pub enum Inbound {
+    /// The session reached Established.
+    Up { peer: usize, negotiated: Negotiated },
+    /// A received UPDATE, validated (its RFC 7606 outcome is recomputed cheaply by the
+    /// receiver, which owns the routes): the whole message and how to decode it.
+    Update {
+        peer: usize,
+        message: Bytes,
+        params: SessionParams,
+    },
+    /// A ROUTE-REFRESH request (RFC 2918) for a family.
+    RouteRefresh { peer: usize, afi: u16, safi: u8 },
+    /// The session left Established: every route learned from the peer goes.
+    Down { peer: usize },
+}
+
+/// What operators see of a session.
+#[derive(Clone, Debug)]
+pub struct SessionStatus {
+    pub state: State,
+    pub negotiated: Option<Negotiated>,
+    /// Prefixes (with path ids) in the Adj-RIB-In, per [`Family::index`].
+    pub prefixes: [usize; 2],
+    pub updates_received: u64,
+    pub established_transitions: u64,
+    /// The last NOTIFICATION received, or the reason the session last went down.
+    pub last_error: Option<String>,
+    pub write_queue_blocks: u64,
+}
+
+impl Default for SessionStatus {
+    fn default() -> Self {
+        SessionStatus {
+            state: State::Idle,
+            negotiated: None,
+            prefixes: [0; 2],
+            updates_received: 0,
+            established_transitions: 0,
+            last_error: None,
+            write_queue_blocks: 0,
+        }
+    }
+}
+
+enum Control {
+    Start,
+    /// Administrative shutdown, with an RFC 9003 message.
+    Stop(String),
+    Incoming(TcpStream),
+}
+
+pub struct SessionHandle {
+    pub settings: PeerSettings,
+    tx: mpsc::Sender<Control>,
+    status: watch::Receiver<SessionStatus>,
+    task: JoinHandle<()>,
+}
+
+impl SessionHandle {
+    pub fn status(&self) -> SessionStatus {
+        self.status.borrow().clone()
+    }
+    /// Waits until the session's status satisfies `f`, or the timeout passes.
+    pub async fn wait_for(&self, timeout: Duration, f: impl Fn(&SessionStatus) -> bool) -> bool {
+        let mut rx = self.status.clone();
+        tokio::time::timeout(timeout, async move {
+            loop {
+                if f(&rx.borrow_and_update()) {
+                    return;
+                }
+                if rx.changed().await.is_err() {
+                    std::future::pending::<()>().await;
+                }
+            }
+        })
+        .await
+        .is_ok()
+    }
+}
+
+/// All sessions of a running daemon, and their listeners.
+pub struct Sessions {
+    pub peers: Vec<SessionHandle>,
+    listeners: Vec<JoinHandle<()>>,
+}
+
+impl Sessions {
+    /// Binds the listeners and starts every session.
+    pub async fn start(
+        peers: Vec<PeerSettings>,
+        listen: &[SocketAddr],
+        inbound: mpsc::Sender<Inbound>,
+    ) -> io::Result<Sessions> {
+        let mut handles = Vec::with_capacity(peers.len());
+        for (i, s) in peers.into_iter().enumerate() {
+            let (tx, rx) = mpsc::channel(16);
+            let (status_tx, status_rx) = watch::channel(SessionStatus::default());
+            let session = Session::new(i, s.clone(), status_tx, inbound.clone());
+            let task = tokio::spawn(session.run(rx));
+            let _ = tx.send(Control::Start).await;
+            handles.push(SessionHandle {
+                settings: s,
+                tx,
+                status: status_rx,
+                task,
+            });
+        }
+        let mut by_addr: HashMap<IpAddr, Vec<(usize, mpsc::Sender<Control>, Option<IpAddr>)>> =
+            HashMap::new();
+        for (i, h) in handles.iter().enumerate() {
+            by_addr.entry(h.settings.address).or_default().push((
+                i,
+                h.tx.clone(),
+                h.settings.local_address,
+            ));
+        }
+        let mut listeners = Vec::new();
+        for addr in listen {
+            let l = socket::listen(*addr).map_err(|e| {
+                io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))
+            })?;
+            // TCP MD5: the key of each neighbor goes on every listener of its family.
+            for h in &handles {
+                if let Some(k) = &h.settings.authentication_key {
+                    if h.settings.address.is_ipv4() == addr.is_ipv4() {
+                        socket::set_md5(&l, h.settings.address, Some(k.as_bytes()))?;
+                    }
+                }
+            }
+            info!(%addr, "listening");
+            let by_addr = by_addr.clone();
+            listeners.push(tokio::spawn(async move {
+                loop {
+                    let Ok((stream, from)) = l.accept().await else {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        continue;
+                    };
+                    let local = stream.local_addr().ok().map(|a| a.ip());
+                    let target = by_addr.get(&from.ip()).and_then(|v| {
+                        v.iter()
+                            .find(|(_, _, want)| want.is_none() || *want == local)
+                    });
+                    match target {
+                        Some((_, tx, _)) => {
+                            let _ = tx.send(Control::Incoming(stream)).await;
+                        }
+                        None => {
+                            info!(%from, "connection from an unconfigured address refused");
+                            tokio::spawn(reject(
+                                stream,
+                                Notification::new(code::CEASE, cease::CONNECTION_REJECTED, vec![]),
+                            ));
+                        }
+                    }
+                }
+            }));
+        }
+        Ok(Sessions {
+            peers: handles,
+            listeners,
+        })
+    }
+
+    /// Stops every session with Cease / Administrative Shutdown and the message (RFC 9003),
+    /// and waits up to `grace` for the NOTIFICATIONs to be written.
+    pub async fn shutdown(self, message: &str, grace: Duration) {
+        for l in &self.listeners {
+            l.abort();
+        }
+        for p in &self.peers {
+            let _ = p.tx.send(Control::Stop(message.to_string())).await;
+        }
+        let deadline = Instant::now() + grace;
+        for p in &self.peers {
+            p.wait_for(deadline.saturating_duration_since(Instant::now()), |s| {
+                s.state == State::Idle
+            })
+            .await;
+        }
+        // Writers flush on their own once closed; give them the rest of the grace time.
+        tokio::time::sleep(deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(200))).await;
+        for p in self.peers {
+            p.task.abort();
+        }
+    }
+}
+
+/// Answers a connection we will not take with a NOTIFICATION, then closes it.
+async fn reject(stream: TcpStream, n: Notification) {
+    let mut c = Conn::new(stream, false);
+    c.send(Bytes::from(n.encode()));
+    c.close();
+}
+
+/// What woke the session task.
+enum Wake {
+    Control(Option<Control>),
+    Read(Result<Bytes, ReadError>),
+    Delivered,
+    Connected(Result<io::Result<TcpStream>, tokio::task::JoinError>),
+    Timer,
+    Tick,
+}
+
+#[derive(Default)]
+struct Timers {
+    connect_retry: Option<Instant>,
+    hold: Option<Instant>,
+    keepalive: Option<Instant>,
+    delay_open: Option<Instant>,
+    idle_hold: Option<Instant>,
+}
+
+impl Timers {
+    fn next(&self) -> Option<Instant> {
+        [
+            self.connect_retry,
+            self.hold,
+            self.keepalive,
+            self.delay_open,
+            self.idle_hold,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+struct Session {
+    index: usize,
+    s: PeerSettings,
+    fsm: Fsm,
+    our_open: Open,
+    conn: Option<Conn>,
+    connecting: Option<JoinHandle<io::Result<TcpStream>>>,
+    /// A second connection in collision resolution, with its OPEN (RFC 4271 section 6.8).
+    timers: Timers,
+    negotiated: Option<Negotiated>,
+    adj_rib_in: [HashSet<Nlri>; 2],
+    status: watch::Sender<SessionStatus>,
+    inbound: mpsc::Sender<Inbound>,
+    /// An UPDATE waiting for room in the pipeline: the socket is not read meanwhile.
+    pending: Option<Inbound>,
+    admin_down: bool,
+    /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
+    held_down: bool,
+    send_hold: Duration,
+}
+
+impl Session {
+    fn new(
+        index: usize,
+        s: PeerSettings,
+        status: watch::Sender<SessionStatus>,
+        inbound: mpsc::Sender<Inbound>,
+    ) -> Session {
+        let fsm = Fsm::new(FsmConfig {
+            hold_time: s.hold_time,
+            connect_retry_time: s.connect_retry_time,
+            delay_open: None,
+            passive: s.passive,
+            idle_hold_time: Some(s.connect_retry_time.min(10)),
+        });
+        Session {
+            index,
+            our_open: build_open(&s),
+            send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
+            s,
+            fsm,
+            conn: None,
+            connecting: None,
+            timers: Timers::default(),
+            negotiated: None,
+            adj_rib_in: [HashSet::new(), HashSet::new()],
+            status,
+            inbound,
+            pending: None,
+            admin_down: false,
+            held_down: false,
+        }
+    }
+
+    fn name(&self) -> String {
+        format!("{} (AS{})", self.s.address, self.s.peer_as)
+    }
+
+    fn max_len(&self) -> usize {
+        self.negotiated
+            .as_ref()
+            .map_or(MAX_MESSAGE_LEN, |n| n.params.max_message_len())
+    }
+
+    async fn run(mut self, mut ctl: mpsc::Receiver<Control>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let deadline = self.timers.next();
+            let reading = self.conn.is_some() && self.pending.is_none();
+            let has_pending = self.pending.is_some();
+            let has_connecting = self.connecting.is_some();
+            let max_len = self.max_len();
+            let wake = {
+                let conn = self.conn.as_mut();
+                let connecting = self.connecting.as_mut();
+                let inbound = &self.inbound;
+                let pending = &mut self.pending;
+                tokio::select! {
+                    c = ctl.recv() => Wake::Control(c),
+                    r = async move {
+                        match conn {
+                            Some(c) => c.next_message(max_len).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if reading => Wake::Read(r),
+                    permit = inbound.reserve(), if has_pending => {
+                        if let (Ok(p), Some(m)) = (permit, pending.take()) {
+                            p.send(m);
+                        }
+                        Wake::Delivered
+                    }
+                    r = async move {
+                        match connecting {
+                            Some(h) => h.await,
+                            None => std::future::pending().await,
+                        }
+                    }, if has_connecting => Wake::Connected(r),
+                    _ = async {
+                        match deadline {
+                            Some(d) => tokio::time::sleep_until(d).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if deadline.is_some() => Wake::Timer,
+                    _ = tick.tick() => Wake::Tick,
+                }
+            };
+            match wake {
+                Wake::Control(Some(c)) => self.control(c),
+                Wake::Control(None) => return,
+                Wake::Read(r) => self.received(r),
+                Wake::Delivered => {}
+                Wake::Connected(r) => {
+                    self.connecting = None;
+                    match r {
+                        Ok(Ok(stream)) => {
+                            debug!(peer = %self.name(), "connected");
+                            self.conn = Some(Conn::new(stream, true));
+                            self.event(Event::TcpCrAcked);
+                        }
+                        Ok(Err(e)) => {
+                            debug!(peer = %self.name(), "connect failed: {e}");
+                            self.event(Event::TcpConnectionFails);
+                        }
+                        Err(_) => {}
+                    }
+                }
+                Wake::Timer => self.timers_expired(),
+                Wake::Tick => self.check_send_hold(),
+            }
+        }
+    }
+
+    fn control(&mut self, c: Control) {
+        match c {
+            Control::Start => {
+                self.admin_down = false;
+                self.held_down = false;
+                self.event(Event::ManualStart);
+            }
+            Control::Stop(message) => {
+                self.admin_down = true;
+                if self.conn.is_some() && self.fsm.state() != State::Idle {
+                    // RFC 9003: tell the neighbor why.
+                    let n = Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message);
+                    self.send(Bytes::from(n.encode()));
+                }
+                // ManualStop sends a bare Cease in OpenSent and later; ours went first.
+                let actions = self.fsm.handle(Event::ManualStop);
+                let actions = actions
+                    .into_iter()
+                    .filter(|a| !matches!(a, Action::SendNotification(_)))
+                    .collect();
+                self.execute(actions);
+            }
+            Control::Incoming(stream) => self.incoming(stream),
+        }
+    }
+
+    fn incoming(&mut self, stream: TcpStream) {
+        let external_single_hop = !self.s.internal && !self.s.multihop;
+        if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop) {
+            warn!(peer = %self.name(), "cannot set socket options: {e}");
+        }
+        if self.admin_down || self.held_down {
+            tokio::spawn(reject(
+                stream,
+                Notification::new(code::CEASE, cease::CONNECTION_REJECTED, vec![]),
+            ));
+            return;
+        }
+        match self.fsm.state() {
+            State::Idle | State::Connect | State::Active => {
+                if let Some(h) = self.connecting.take() {
+                    h.abort();
+                }
+                if let Some(old) = self.conn.take() {
+                    old.close();
+                }
+                if self.fsm.state() == State::Idle {
+                    self.event(Event::AutomaticStart);
+                    if let Some(h) = self.connecting.take() {
+                        h.abort();
+                    }
+                }
+                debug!(peer = %self.name(), "accepted connection");
+                self.conn = Some(Conn::new(stream, false));
+                self.event(Event::TcpConnectionConfirmed);
+            }
+            State::OpenSent | State::OpenConfirm => {
+                // Collision (RFC 4271 section 6.8): the connection initiated by the speaker
+                // with the higher BGP Identifier survives. We know the neighbor's only from
+                // an OPEN; a neighbor with a lower identifier will close its own attempt, so
+                // keep ours when our identifier is higher, else switch to the new one.
+                let ours_higher = self
+                    .negotiated
+                    .as_ref()
+                    .map(|n| u32::from(self.s.router_id) > u32::from(n.peer_id));
+                let keep_existing = match ours_higher {
+                    Some(h) => h,
+                    // No OPEN yet: the existing one is ours if we initiated it.
+                    None => self.conn.as_ref().is_some_and(|c| c.outgoing)
+                        && u32::from(self.s.router_id) > peer_id_guess(&self.s),
+                };
+                if keep_existing {
+                    tokio::spawn(reject(
+                        stream,
+                        Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![]),
+                    ));
+                } else {
+                    info!(peer = %self.name(), "connection collision: switching to the neighbor's connection");
+                    if let Some(mut old) = self.conn.take() {
+                        old.send(Bytes::from(
+                            Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![])
+                                .encode(),
+                        ));
+                        old.close();
+                    }
+                    // Start over on the new connection: OPEN, then the neighbor's OPEN.
+                    self.negotiated = None;
+                    self.fsm = Fsm::new(*self.fsm.config());
+                    self.timers = Timers::default();
+                    self.event(Event::AutomaticStart);
+                    if let Some(h) = self.connecting.take() {
+                        h.abort();
+                    }
+                    self.conn = Some(Conn::new(stream, false));
+                    self.event(Event::TcpConnectionConfirmed);
+                }
+            }
+            State::Established => {
+                // RFC 4271 section 6.8: an Established session wins over a new connection.
+                tokio::spawn(reject(
+                    stream,
+                    Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![]),
+                ));
+            }
+        }
+    }
+
+    fn received(&mut self, r: Result<Bytes, ReadError>) {
+        let msg = match r {
+            Ok(m) => m,
+            Err(ReadError::Closed(e)) => {
+                debug!(peer = %self.name(), "connection closed: {e:?}");
+                self.set_error(match e {
+                    Some(e) => format!("connection lost: {e}"),
+                    None => "connection closed by the neighbor".into(),
+                });
+                self.event(Event::TcpConnectionFails);
+                return;
+            }
+            Err(ReadError::Header(e)) => {
+                warn!(peer = %self.name(), "bad message header: {e}");
+                self.set_error(format!("sent a bad message: {e}"));
+                self.event(Event::BgpHeaderErr(e.notification()));
+                return;
+            }
+        };
+        let ty = msg.get(18).copied().unwrap_or(0);
+        if ty == MessageType::Update as u8 {
+            self.update(msg);
+            return;
+        }
+        let params = self
+            .negotiated
+            .as_ref()
+            .map(|n| n.params)
+            .unwrap_or_default();
+        match decode(&msg, &params) {
+            Ok(Message::Open(open)) => match negotiate(&self.our_open, &open, &self.s) {
+                Ok(n) => {
+                    debug!(peer = %self.name(), ?n, "OPEN accepted");
+                    let hold_time = open.hold_time;
+                    self.negotiated = Some(n);
+                    self.event(Event::BgpOpen { hold_time });
+                }
+                Err(notification) => {
+                    warn!(peer = %self.name(), "OPEN refused: {notification}");
+                    self.set_error(format!("OPEN refused: {notification}"));
+                    self.event(Event::BgpOpenMsgErr(notification));
+                }
+            },
+            Ok(Message::Keepalive) => self.event(Event::KeepAliveMsg),
+            Ok(Message::Notification(n)) => {
+                warn!(peer = %self.name(), "NOTIFICATION received: {n}");
+                self.set_error(format!("NOTIFICATION received: {n}"));
+                if n.code == code::OPEN_MESSAGE && n.subcode == open_sub::UNSUPPORTED_VERSION {
+                    self.event(Event::NotifMsgVerErr);
+                } else {
+                    self.event(Event::NotifMsg);
+                }
+            }
+            Ok(Message::RouteRefresh(rr)) => {
+                if self.fsm.state() == State::Established {
+                    self.pending = Some(Inbound::RouteRefresh {
+                        peer: self.index,
+                        afi: rr.afi,
+                        safi: rr.safi,
+                    });
+                }
+            }
+            Ok(Message::Update(_)) => {}
+            Err(e) => {
+                warn!(peer = %self.name(), "bad message: {e}");
+                self.set_error(format!("sent a bad message: {e}"));
+                let n = e.notification();
+                let event = if n.code == code::OPEN_MESSAGE {
+                    Event::BgpOpenMsgErr(n)
+                } else {
+                    Event::BgpHeaderErr(n)
+                };
+                self.event(event);
+            }
+        }
+    }
+
+    fn update(&mut self, msg: Bytes) {
+        if self.fsm.state() != State::Established {
+            // The FSM answers an UPDATE outside Established with an FSM error.
+            self.event(Event::UpdateMsg);
+            return;
+        }
+        let Some(params) = self.negotiated.as_ref().map(|n| n.params) else {
+            return;
+        };
+        let body = msg.get(HEADER_LEN..).unwrap_or(&[]);
+        let parsed = match parse_update(body, &params) {
+            Ok(u) => u,
+            Err(e) => {
+                warn!(peer = %self.name(), "UPDATE needs a session reset: {e}");
+                self.set_error(format!("sent a malformed UPDATE: {e}"));
+                self.event(Event::UpdateMsgErr(e.notification()));
+                return;
+            }
+        };
+        if let Some(e) = parsed.treat_as_withdraw {
+            warn!(peer = %self.name(), "UPDATE treated as withdraw (RFC 7606): {e}");
+        }
+        for e in &parsed.discarded {
+            debug!(peer = %self.name(), "attribute discarded (RFC 7606): {e}");
+        }
+        if let Some(f) = parsed.end_of_rib() {
+            info!(peer = %self.name(), family = %f, "End-of-RIB received");
+        }
+        for n in parsed.withdrawn_all() {
+            if let Some(set) = self.adj_rib_in.get_mut(n.prefix.family().index()) {
+                set.remove(&Nlri {
+                    prefix: n.prefix.masked(),
+                    ..n
+                });
+            }
+        }
+        for n in parsed.announced() {
+            if let Some(set) = self.adj_rib_in.get_mut(n.prefix.family().index()) {
+                set.insert(Nlri {
+                    prefix: n.prefix.masked(),
+                    ..n
+                });
+            }
+        }
+        drop(parsed);
+        self.status.send_modify(|st| {
+            st.updates_received += 1;
+            st.prefixes = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+        });
+        self.event(Event::UpdateMsg);
+        if self.check_prefix_limits() {
+            return;
+        }
+        self.pending = Some(Inbound::Update {
+            peer: self.index,
+            message: msg,
+            params,
+        });
+    }
+
+    /// Tears the session down past a family's maximum (RFC 4486 section 4, Cease subcode 1).
+    fn check_prefix_limits(&mut self) -> bool {
+        for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+            let Some(Some((max, teardown, idle))) = self.s.prefix_limits.get(f.index()).copied() else {
+                continue;
+            };
+            let count = self.adj_rib_in[f.index()].len();
+            if count as u64 <= u64::from(max) {
+                continue;
+            }
+            if !teardown {
+                warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded");
+                continue;
+            }
+            warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded: tearing down");
+            self.set_error(format!("prefix limit {max} exceeded for {f}"));
+            // Data: AFI, SAFI and the upper bound (RFC 4486 section 4).
+            let mut data = f.afi().to_be_bytes().to_vec();
+            data.push(f.safi());
+            data.extend_from_slice(&max.to_be_bytes());
+            self.send(Bytes::from(
+                Notification::new(code::CEASE, cease::MAXIMUM_PREFIXES_REACHED, data).encode(),
+            ));
+            let actions: Vec<Action> = self
+                .fsm
+                .handle(Event::AutomaticStop(cease::MAXIMUM_PREFIXES_REACHED))
+                .into_iter()
+                .filter_map(|a| match a {
+                    Action::SendNotification(_) => None,
+                    Action::StartIdleHoldTimer(_) => idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16)),
+                    other => Some(other),
+                })
+                .collect();
+            self.held_down = idle.is_none();
+            self.execute(actions);
+            return true;
+        }
+        false
+    }
+
+    fn set_error(&self, e: String) {
+        self.status.send_modify(|st| st.last_error = Some(e));
+    }
+
+    fn send(&mut self, msg: Bytes) {
+        if let Some(c) = self.conn.as_mut() {
+            c.send(msg);
+        }
+    }
+
+    fn event(&mut self, e: Event) {
+        let before = self.fsm.state();
+        let actions = self.fsm.handle(e);
+        self.execute(actions);
+        let after = self.fsm.state();
+        if before != after {
+            debug!(peer = %self.name(), "{before} -> {after}");
+            self.status.send_modify(|st| st.state = after);
+        }
+    }
+
+    fn execute(&mut self, actions: Vec<Action>) {
+        let now = Instant::now();
+        let secs = |s: u16| now + Duration::from_secs(u64::from(s));
+        for a in actions {
+            match a {
+                Action::InitiateTcpConnection => self.connect(),
+                Action::ListenForConnection => {}
+                Action::DropTcpConnection => {
+                    if let Some(h) = self.connecting.take() {
+                        h.abort();
+                    }
+                    if let Some(c) = self.conn.take() {
+                        self.status.send_modify(|st| st.write_queue_blocks += c.write_queue_blocks);
+                        c.close();
+                    }
+                }
+                Action::SendOpen => self.send(Bytes::from(self.our_open.encode())),
+                Action::SendKeepalive => self.send(Bytes::copy_from_slice(&keepalive())),
+                Action::SendNotification(n) => self.send(Bytes::from(n.encode())),
+                Action::StartConnectRetryTimer(s) => self.timers.connect_retry = Some(secs(s)),
+                Action::StopConnectRetryTimer => self.timers.connect_retry = None,
+                Action::StartHoldTimer(s) => self.timers.hold = Some(secs(s)),
+                Action::StopHoldTimer => self.timers.hold = None,
+                Action::StartKeepaliveTimer(s) => self.timers.keepalive = Some(secs(s)),
+                Action::StopKeepaliveTimer => self.timers.keepalive = None,
+                Action::StartDelayOpenTimer(s) => self.timers.delay_open = Some(secs(s)),
+                Action::StopDelayOpenTimer => self.timers.delay_open = None,
+                Action::StartIdleHoldTimer(s) => {
+                    if !self.admin_down && !self.held_down {
+                        self.timers.idle_hold = Some(secs(s));
+                    }
+                }
+                Action::SessionEstablished {
+                    hold_time,
+                    keepalive_time,
+                } => {
+                    let n = self.negotiated.clone();
+                    info!(peer = %self.name(), hold_time, keepalive_time, "session Established");
+                    self.status.send_modify(|st| {
+                        st.negotiated = n.clone();
+                        st.established_transitions += 1;
+                        st.last_error = None;
+                    });
+                    if let Some(negotiated) = n {
+                        // Ordered before any UPDATE of this session.
+                        let _ = self.inbound.try_send(Inbound::Up {
+                            peer: self.index,
+                            negotiated,
+                        });
+                    }
+                }
+                Action::ReleaseResources => {
+                    let was_up = self.status.borrow().negotiated.is_some();
+                    self.adj_rib_in = [HashSet::new(), HashSet::new()];
+                    self.negotiated = None;
+                    self.pending = None;
+                    self.status.send_modify(|st| {
+                        st.negotiated = None;
+                        st.prefixes = [0; 2];
+                    });
+                    if was_up {
+                        info!(peer = %self.name(), "session down");
+                        let _ = self.inbound.try_send(Inbound::Down { peer: self.index });
+                    }
+                }
+            }
+        }
+    }
+
+    fn connect(&mut self) {
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        let peer = SocketAddr::new(self.s.address, self.s.port);
+        let local = self.s.local_address;
+        let key = self.s.authentication_key.clone();
+        let ttl_security = self.s.ttl_security;
+        let external_single_hop = !self.s.internal && !self.s.multihop;
+        let timeout = Duration::from_secs(u64::from(self.s.connect_retry_time.max(1)));
+        self.connecting = Some(tokio::spawn(async move {
+            let o = ConnectOptions {
+                local,
+                md5_key: key.as_deref().map(str::as_bytes),
+                ttl_security,
+                external_single_hop,
+            };
+            match tokio::time::timeout(timeout, socket::connect(peer, &o)).await {
+                Ok(r) => r,
+                Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+            }
+        }));
+    }
+
+    fn timers_expired(&mut self) {
+        let now = Instant::now();
+        let due = |t: &mut Option<Instant>| {
+            if t.is_some_and(|d| d <= now) {
+                *t = None;
+                true
+            } else {
+                false
+            }
+        };
+        if due(&mut self.timers.hold) {
+            warn!(peer = %self.name(), "hold timer expired");
+            self.set_error("hold timer expired".into());
+            self.event(Event::HoldTimerExpires);
+        }
+        if due(&mut self.timers.keepalive) {
+            self.event(Event::KeepaliveTimerExpires);
+        }
+        if due(&mut self.timers.connect_retry) {
+            self.event(Event::ConnectRetryTimerExpires);
+        }
+        if due(&mut self.timers.delay_open) {
+            self.event(Event::DelayOpenTimerExpires);
+        }
+        if due(&mut self.timers.idle_hold) {
+            self.event(Event::IdleHoldTimerExpires);
+        }
+    }
+
+    /// RFC 9687: a neighbor that has not taken our data for the send hold time is gone.
+    fn check_send_hold(&mut self) {
+        let stalled = self
+            .conn
+            .as_ref()
+            .map_or(Duration::ZERO, |c| c.progress.stalled_for());
+        if stalled > self.send_hold && self.fsm.state() != State::Idle {
+            warn!(peer = %self.name(), ?stalled, "send hold timer expired: the neighbor is not reading");
+            self.set_error("send hold timer expired".into());
+            self.event(Event::SendHoldTimerExpires);
+        }
+    }
+}
+
+/// Before the neighbor's OPEN its identifier is unknown; guess from its address (what it
+/// usually is), so that collision handling picks the same winner on both sides.
+fn peer_id_guess(s: &PeerSettings) -> u32 {
+    match s.address {
+        IpAddr::V4(a) => u32::from(a),
+        IpAddr::V6(_) => u32::MAX,
+    }
+}
