@@ -5,3 +5,4 @@
 //! belongs in the library crates (`wire`, `fsm`, and the pipeline crates).
 
 pub mod config;
+pub mod run;

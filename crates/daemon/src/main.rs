@@ -21,6 +21,15 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
+    /// Run the daemon in the foreground until SIGTERM or SIGINT.
+    Run {
+        /// The configuration file (TOML); see `ribshard config example`.
+        #[arg(long, short)]
+        config: PathBuf,
+        /// Write every received UPDATE to this MRT file (BGP4MP), as a collector would.
+        #[arg(long)]
+        dump_updates: Option<PathBuf>,
+    },
     /// Check or print configuration files.
     Config {
         #[command(subcommand)]
@@ -73,6 +82,7 @@ fn init_logging(json: bool) {
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
         .with_writer(io::stderr);
     if json {
         builder.json().init();
@@ -85,6 +95,25 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_logging(cli.log_json);
     match cli.command {
+        Command::Run {
+            config,
+            dump_updates,
+        } => {
+            let c = match config::load(&config) {
+                Ok(c) => c,
+                Err(errors) => {
+                    eprintln!("{errors}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match ribshard::run::run(c, ribshard::run::Options { dump_updates }) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    tracing::error!("{e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Config { command } => config_command(command),
         Command::Mrt { command } => match mrt(command) {
             Ok(()) => ExitCode::SUCCESS,

@@ -119,7 +119,10 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
     let peer_as = theirs.asn();
     if peer_as != s.peer_as {
         // Data: the AS in the OPEN, as Junos and FRR send it.
-        return Err(open_error(sub::BAD_PEER_AS, theirs.my_as.to_be_bytes().to_vec()));
+        return Err(open_error(
+            sub::BAD_PEER_AS,
+            theirs.my_as.to_be_bytes().to_vec(),
+        ));
     }
     // RFC 6286 section 2.2: identifiers must differ within an AS.
     if s.internal && theirs.bgp_identifier == s.router_id {

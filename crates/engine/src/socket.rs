@@ -62,7 +62,12 @@ pub fn set_md5(fd: &impl AsRawFd, peer: IpAddr, key: Option<&[u8]>) -> io::Resul
     }
 }
 
-fn set_int(fd: &impl AsRawFd, level: libc::c_int, name: libc::c_int, v: libc::c_int) -> io::Result<()> {
+fn set_int(
+    fd: &impl AsRawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    v: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: a c_int option value of the right size.
     let rc = unsafe {
         libc::setsockopt(
@@ -94,7 +99,11 @@ pub fn set_ttl(
         (None, false) => 64,
     };
     let (level, ttl_opt, min_opt) = if v6 {
-        (libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, libc::IPV6_MINHOPCOUNT)
+        (
+            libc::IPPROTO_IPV6,
+            libc::IPV6_UNICAST_HOPS,
+            libc::IPV6_MINHOPCOUNT,
+        )
     } else {
         (libc::IPPROTO_IP, libc::IP_TTL, libc::IP_MINTTL)
     };
@@ -126,7 +135,12 @@ pub async fn connect(peer: SocketAddr, o: &ConnectOptions<'_>) -> io::Result<Tcp
     if o.md5_key.is_some() {
         set_md5(&socket, peer.ip(), o.md5_key)?;
     }
-    set_ttl(&socket, peer.is_ipv6(), o.ttl_security, o.external_single_hop)?;
+    set_ttl(
+        &socket,
+        peer.is_ipv6(),
+        o.ttl_security,
+        o.external_single_hop,
+    )?;
     let stream = socket.connect(peer).await?;
     stream.set_nodelay(true)?;
     Ok(stream)
@@ -151,7 +165,11 @@ pub fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
 }
 
 /// The TTL options for an accepted connection, set before anything is read from it.
-pub fn prepare_accepted(stream: &TcpStream, ttl_security: Option<u8>, external_single_hop: bool) -> io::Result<()> {
+pub fn prepare_accepted(
+    stream: &TcpStream,
+    ttl_security: Option<u8>,
+    external_single_hop: bool,
+) -> io::Result<()> {
     let v6 = stream.peer_addr()?.is_ipv6();
     set_ttl(stream, v6, ttl_security, external_single_hop)?;
     stream.set_nodelay(true)

@@ -67,6 +67,9 @@ impl Default for SessionStatus {
     }
 }
 
+/// Where the listener sends a connection: a session, and the local address it expects.
+type Route = (mpsc::Sender<Control>, Option<IpAddr>);
+
 enum Control {
     Start,
     /// Administrative shutdown, with an RFC 9003 message.
@@ -130,20 +133,18 @@ impl Sessions {
                 task,
             });
         }
-        let mut by_addr: HashMap<IpAddr, Vec<(usize, mpsc::Sender<Control>, Option<IpAddr>)>> =
-            HashMap::new();
-        for (i, h) in handles.iter().enumerate() {
-            by_addr.entry(h.settings.address).or_default().push((
-                i,
-                h.tx.clone(),
-                h.settings.local_address,
-            ));
+        // Neighbor address -> (session, the local address it expects, if configured).
+        let mut by_addr: HashMap<IpAddr, Vec<Route>> = HashMap::new();
+        for h in &handles {
+            by_addr
+                .entry(h.settings.address)
+                .or_default()
+                .push((h.tx.clone(), h.settings.local_address));
         }
         let mut listeners = Vec::new();
         for addr in listen {
-            let l = socket::listen(*addr).map_err(|e| {
-                io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}"))
-            })?;
+            let l = socket::listen(*addr)
+                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
             // TCP MD5: the key of each neighbor goes on every listener of its family.
             for h in &handles {
                 if let Some(k) = &h.settings.authentication_key {
@@ -161,12 +162,11 @@ impl Sessions {
                         continue;
                     };
                     let local = stream.local_addr().ok().map(|a| a.ip());
-                    let target = by_addr.get(&from.ip()).and_then(|v| {
-                        v.iter()
-                            .find(|(_, _, want)| want.is_none() || *want == local)
-                    });
+                    let target = by_addr
+                        .get(&from.ip())
+                        .and_then(|v| v.iter().find(|(_, want)| want.is_none() || *want == local));
                     match target {
-                        Some((_, tx, _)) => {
+                        Some((tx, _)) => {
                             let _ = tx.send(Control::Incoming(stream)).await;
                         }
                         None => {
@@ -203,7 +203,12 @@ impl Sessions {
             .await;
         }
         // Writers flush on their own once closed; give them the rest of the grace time.
-        tokio::time::sleep(deadline.saturating_duration_since(Instant::now()).min(Duration::from_millis(200))).await;
+        tokio::time::sleep(
+            deadline
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(200)),
+        )
+        .await;
         for p in self.peers {
             p.task.abort();
         }
@@ -217,10 +222,19 @@ async fn reject(stream: TcpStream, n: Notification) {
     c.close();
 }
 
+/// Closes a connection after a Cease with this subcode.
+fn reject_conn(mut c: Conn, subcode: u8) {
+    c.send(Bytes::from(
+        Notification::new(code::CEASE, subcode, vec![]).encode(),
+    ));
+    c.close();
+}
+
 /// What woke the session task.
 enum Wake {
     Control(Option<Control>),
     Read(Result<Bytes, ReadError>),
+    Secondary(Result<Bytes, ReadError>),
     Delivered,
     Connected(Result<io::Result<TcpStream>, tokio::task::JoinError>),
     Timer,
@@ -258,7 +272,8 @@ struct Session {
     our_open: Open,
     conn: Option<Conn>,
     connecting: Option<JoinHandle<io::Result<TcpStream>>>,
-    /// A second connection in collision resolution, with its OPEN (RFC 4271 section 6.8).
+    /// A second, incoming connection waiting for its OPEN to resolve a collision.
+    secondary: Option<Conn>,
     timers: Timers,
     negotiated: Option<Negotiated>,
     adj_rib_in: [HashSet<Nlri>; 2],
@@ -294,6 +309,7 @@ impl Session {
             fsm,
             conn: None,
             connecting: None,
+            secondary: None,
             timers: Timers::default(),
             negotiated: None,
             adj_rib_in: [HashSet::new(), HashSet::new()],
@@ -323,8 +339,10 @@ impl Session {
             let has_pending = self.pending.is_some();
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
+            let has_secondary = self.secondary.is_some();
             let wake = {
                 let conn = self.conn.as_mut();
+                let secondary = self.secondary.as_mut();
                 let connecting = self.connecting.as_mut();
                 let inbound = &self.inbound;
                 let pending = &mut self.pending;
@@ -336,6 +354,12 @@ impl Session {
                             None => std::future::pending().await,
                         }
                     }, if reading => Wake::Read(r),
+                    r = async move {
+                        match secondary {
+                            Some(c) => c.next_message(MAX_MESSAGE_LEN).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if has_secondary => Wake::Secondary(r),
                     permit = inbound.reserve(), if has_pending => {
                         if let (Ok(p), Some(m)) = (permit, pending.take()) {
                             p.send(m);
@@ -361,6 +385,7 @@ impl Session {
                 Wake::Control(Some(c)) => self.control(c),
                 Wake::Control(None) => return,
                 Wake::Read(r) => self.received(r),
+                Wake::Secondary(r) => self.secondary_message(r),
                 Wake::Delivered => {}
                 Wake::Connected(r) => {
                     self.connecting = None;
@@ -394,16 +419,15 @@ impl Session {
                 self.admin_down = true;
                 if self.conn.is_some() && self.fsm.state() != State::Idle {
                     // RFC 9003: tell the neighbor why.
-                    let n = Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message);
+                    let n =
+                        Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message);
                     self.send(Bytes::from(n.encode()));
                 }
                 // ManualStop sends a bare Cease in OpenSent and later; ours went first.
-                let actions = self.fsm.handle(Event::ManualStop);
-                let actions = actions
-                    .into_iter()
-                    .filter(|a| !matches!(a, Action::SendNotification(_)))
-                    .collect();
-                self.execute(actions);
+                self.event_with(Event::ManualStop, |a| match a {
+                    Action::SendNotification(_) => None,
+                    other => Some(other),
+                });
             }
             Control::Incoming(stream) => self.incoming(stream),
         }
@@ -411,7 +435,8 @@ impl Session {
 
     fn incoming(&mut self, stream: TcpStream) {
         let external_single_hop = !self.s.internal && !self.s.multihop;
-        if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop) {
+        if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop)
+        {
             warn!(peer = %self.name(), "cannot set socket options: {e}");
         }
         if self.admin_down || self.held_down {
@@ -441,43 +466,14 @@ impl Session {
             }
             State::OpenSent | State::OpenConfirm => {
                 // Collision (RFC 4271 section 6.8): the connection initiated by the speaker
-                // with the higher BGP Identifier survives. We know the neighbor's only from
-                // an OPEN; a neighbor with a lower identifier will close its own attempt, so
-                // keep ours when our identifier is higher, else switch to the new one.
-                let ours_higher = self
-                    .negotiated
-                    .as_ref()
-                    .map(|n| u32::from(self.s.router_id) > u32::from(n.peer_id));
-                let keep_existing = match ours_higher {
-                    Some(h) => h,
-                    // No OPEN yet: the existing one is ours if we initiated it.
-                    None => self.conn.as_ref().is_some_and(|c| c.outgoing)
-                        && u32::from(self.s.router_id) > peer_id_guess(&self.s),
-                };
-                if keep_existing {
-                    tokio::spawn(reject(
-                        stream,
-                        Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![]),
-                    ));
-                } else {
-                    info!(peer = %self.name(), "connection collision: switching to the neighbor's connection");
-                    if let Some(mut old) = self.conn.take() {
-                        old.send(Bytes::from(
-                            Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![])
-                                .encode(),
-                        ));
-                        old.close();
-                    }
-                    // Start over on the new connection: OPEN, then the neighbor's OPEN.
-                    self.negotiated = None;
-                    self.fsm = Fsm::new(*self.fsm.config());
-                    self.timers = Timers::default();
-                    self.event(Event::AutomaticStart);
-                    if let Some(h) = self.connecting.take() {
-                        h.abort();
-                    }
-                    self.conn = Some(Conn::new(stream, false));
-                    self.event(Event::TcpConnectionConfirmed);
+                // with the higher BGP Identifier survives. The neighbor's identifier comes
+                // with its OPEN: decide now if we have it, else when the new connection
+                // brings one.
+                let conn = Conn::new(stream, false);
+                match self.negotiated.as_ref().map(|n| n.peer_id) {
+                    Some(peer_id) => self.resolve_collision(conn, peer_id, None),
+                    None if self.secondary.is_none() => self.secondary = Some(conn),
+                    None => reject_conn(conn, cease::CONNECTION_COLLISION_RESOLUTION),
                 }
             }
             State::Established => {
@@ -487,6 +483,55 @@ impl Session {
                     Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![]),
                 ));
             }
+        }
+    }
+
+    /// The first message on a colliding connection: its OPEN decides which one stays.
+    fn secondary_message(&mut self, r: Result<Bytes, ReadError>) {
+        let Some(conn) = self.secondary.take() else {
+            return;
+        };
+        let open = match r {
+            Ok(msg) => match decode(&msg, &SessionParams::default()) {
+                Ok(Message::Open(o)) => Some((o.bgp_identifier, msg)),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        match open {
+            Some((peer_id, msg)) => self.resolve_collision(conn, peer_id, Some(msg)),
+            None => conn.close(),
+        }
+    }
+
+    /// Keeps the connection initiated by the higher BGP Identifier (RFC 4271 section 6.8).
+    /// `new` is incoming; `open` is its OPEN if it was already read.
+    fn resolve_collision(&mut self, new: Conn, peer_id: std::net::Ipv4Addr, open: Option<Bytes>) {
+        let local_wins = u32::from(self.s.router_id) > u32::from(peer_id);
+        let existing_is_local = self.conn.as_ref().is_some_and(|c| c.outgoing);
+        if local_wins == existing_is_local {
+            reject_conn(new, cease::CONNECTION_COLLISION_RESOLUTION);
+            return;
+        }
+        info!(peer = %self.name(), "connection collision: continuing on the neighbor's connection");
+        if let Some(old) = self.conn.take() {
+            reject_conn(old, cease::CONNECTION_COLLISION_RESOLUTION);
+        }
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        // Start over on the new connection: our OPEN, then the neighbor's.
+        self.negotiated = None;
+        self.fsm = Fsm::new(*self.fsm.config());
+        self.timers = Timers::default();
+        self.event(Event::AutomaticStart);
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        self.conn = Some(new);
+        self.event(Event::TcpConnectionConfirmed);
+        if let Some(msg) = open {
+            self.received(Ok(msg));
         }
     }
 
@@ -630,7 +675,8 @@ impl Session {
     /// Tears the session down past a family's maximum (RFC 4486 section 4, Cease subcode 1).
     fn check_prefix_limits(&mut self) -> bool {
         for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
-            let Some(Some((max, teardown, idle))) = self.s.prefix_limits.get(f.index()).copied() else {
+            let Some(Some((max, teardown, idle))) = self.s.prefix_limits.get(f.index()).copied()
+            else {
                 continue;
             };
             let count = self.adj_rib_in[f.index()].len();
@@ -650,18 +696,18 @@ impl Session {
             self.send(Bytes::from(
                 Notification::new(code::CEASE, cease::MAXIMUM_PREFIXES_REACHED, data).encode(),
             ));
-            let actions: Vec<Action> = self
-                .fsm
-                .handle(Event::AutomaticStop(cease::MAXIMUM_PREFIXES_REACHED))
-                .into_iter()
-                .filter_map(|a| match a {
-                    Action::SendNotification(_) => None,
-                    Action::StartIdleHoldTimer(_) => idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16)),
-                    other => Some(other),
-                })
-                .collect();
             self.held_down = idle.is_none();
-            self.execute(actions);
+            // Our NOTIFICATION (with data) went first; restart after idle-timeout, if any.
+            self.event_with(
+                Event::AutomaticStop(cease::MAXIMUM_PREFIXES_REACHED),
+                |a| match a {
+                    Action::SendNotification(_) => None,
+                    Action::StartIdleHoldTimer(_) => {
+                        idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16))
+                    }
+                    other => Some(other),
+                },
+            );
             return true;
         }
         false
@@ -678,8 +724,13 @@ impl Session {
     }
 
     fn event(&mut self, e: Event) {
+        self.event_with(e, Some);
+    }
+
+    /// Feeds an event, carrying out its actions as `adjust` changes them.
+    fn event_with(&mut self, e: Event, adjust: impl FnMut(Action) -> Option<Action>) {
         let before = self.fsm.state();
-        let actions = self.fsm.handle(e);
+        let actions = self.fsm.handle(e).into_iter().filter_map(adjust).collect();
         self.execute(actions);
         let after = self.fsm.state();
         if before != after {
@@ -700,7 +751,8 @@ impl Session {
                         h.abort();
                     }
                     if let Some(c) = self.conn.take() {
-                        self.status.send_modify(|st| st.write_queue_blocks += c.write_queue_blocks);
+                        self.status
+                            .send_modify(|st| st.write_queue_blocks += c.write_queue_blocks);
                         c.close();
                     }
                 }
@@ -821,14 +873,5 @@ impl Session {
             self.set_error("send hold timer expired".into());
             self.event(Event::SendHoldTimerExpires);
         }
-    }
-}
-
-/// Before the neighbor's OPEN its identifier is unknown; guess from its address (what it
-/// usually is), so that collision handling picks the same winner on both sides.
-fn peer_id_guess(s: &PeerSettings) -> u32 {
-    match s.address {
-        IpAddr::V4(a) => u32::from(a),
-        IpAddr::V6(_) => u32::MAX,
     }
 }

@@ -1,0 +1,141 @@
+//! `ribshard run`: the daemon in the foreground. Today it runs the sessions of every
+//! configured neighbor; the sharded pipeline (issue 4) consumes what they receive.
+
+use crate::config::{Config, GroupType, Peer};
+use ribshard_engine::{Inbound, PeerSettings, Sessions};
+use ribshard_mrt::MrtWriter;
+use std::io::BufWriter;
+use std::net::IpAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tracing::{info, warn};
+
+/// Room for received UPDATEs between sessions and their consumer; a full queue stops
+/// reading from the sender's socket.
+const INBOUND_QUEUE: usize = 4096;
+
+pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
+    PeerSettings {
+        address: p.address,
+        port: p.port,
+        local_address: p.local_address,
+        local_as: p.local_as,
+        peer_as: p.peer_as,
+        router_id: c.router_id,
+        internal: p.group_type == GroupType::Internal,
+        hold_time: p.hold_time,
+        connect_retry_time: p.connect_retry_time,
+        send_hold_time: p.send_hold_time,
+        passive: p.passive,
+        authentication_key: p.authentication_key.clone(),
+        ttl_security: p.ttl_security,
+        multihop: p.multihop,
+        families: p.families.clone(),
+        prefix_limits: p
+            .prefix_limits
+            .map(|l| l.map(|l| (l.maximum, l.teardown, l.idle_timeout))),
+        role: p.role,
+        add_path_receive: false,
+        add_path_send: false,
+        description: p
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("{} in group {}", p.address, p.group)),
+    }
+}
+
+pub struct Options {
+    /// Write every received UPDATE to this MRT file (BGP4MP MESSAGE_AS4).
+    pub dump_updates: Option<PathBuf>,
+}
+
+pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .thread_name("ribshard-session")
+        .build()?;
+    rt.block_on(async move {
+        let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
+        let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
+        let sessions = Sessions::start(peers.clone(), &config.listen, tx).await?;
+        info!(
+            local_as = config.local_as,
+            router_id = %config.router_id,
+            neighbors = peers.len(),
+            "ribshard running"
+        );
+        let mut dump = match &opts.dump_updates {
+            Some(path) => Some(MrtWriter::new(BufWriter::new(
+                std::fs::File::create(path)
+                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?,
+            ))),
+            None => None,
+        };
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        loop {
+            tokio::select! {
+                m = rx.recv() => {
+                    let Some(m) = m else { break };
+                    consume(m, &peers, &config, dump.as_mut());
+                    // Drain what is queued, then flush the dump once.
+                    while let Ok(m) = rx.try_recv() {
+                        consume(m, &peers, &config, dump.as_mut());
+                    }
+                    if let Some(d) = dump.as_mut() {
+                        d.flush()?;
+                    }
+                }
+                _ = term.recv() => break,
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        info!("shutting down: Cease / Administrative Shutdown to every neighbor");
+        sessions
+            .shutdown("ribshard is shutting down", Duration::from_secs(2))
+            .await;
+        if let Some(mut d) = dump {
+            d.flush()?;
+        }
+        Ok(())
+    })
+}
+
+fn consume(
+    m: Inbound,
+    peers: &[PeerSettings],
+    config: &Config,
+    dump: Option<&mut MrtWriter<BufWriter<std::fs::File>>>,
+) {
+    match m {
+        Inbound::Up { peer, negotiated } => {
+            if let Some(p) = peers.get(peer) {
+                info!(neighbor = %p.address, families = ?negotiated.families, hold_time = negotiated.hold_time, "neighbor up");
+            }
+        }
+        Inbound::Down { peer } => {
+            if let Some(p) = peers.get(peer) {
+                info!(neighbor = %p.address, "neighbor down");
+            }
+        }
+        Inbound::RouteRefresh { .. } => {}
+        Inbound::Update { peer, message, .. } => {
+            let (Some(d), Some(p)) = (dump, peers.get(peer)) else {
+                return;
+            };
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as u32)
+                .unwrap_or(0);
+            let local = p.local_address.unwrap_or(match p.address {
+                IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
+                IpAddr::V6(_) => IpAddr::from([0u16; 8]),
+            });
+            if let Err(e) =
+                d.write_bgp4mp_message(now, p.peer_as, config.local_as, p.address, local, &message)
+            {
+                warn!("cannot write the update dump: {e}");
+            }
+        }
+    }
+}

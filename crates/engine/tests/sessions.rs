@@ -1,0 +1,459 @@
+//! Sessions on loopback against a scripted peer (real TCP, our codec on the other side) and
+//! against another set of ribshard sessions. Every test bounds its time.
+
+use ribshard_engine::{Inbound, PeerSettings, Sessions};
+use ribshard_fsm::State;
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::notification::{cease, code};
+use ribshard_wire::open::Capability;
+use ribshard_wire::{
+    decode, frame, keepalive, Family, Message, Nlri, Notification, Open, Origin, Prefix,
+    SessionParams, UpdateBuilder,
+};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::sync::atomic::{AtomicU16, Ordering};
+use std::time::Duration;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpSocket, TcpStream};
+use tokio::sync::mpsc;
+
+/// Distinct ports per test, so tests can run in parallel.
+static PORT: AtomicU16 = AtomicU16::new(21790);
+fn port() -> u16 {
+    PORT.fetch_add(1, Ordering::Relaxed)
+}
+
+fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
+    PeerSettings {
+        address: peer,
+        port,
+        local_address: None,
+        local_as: 65000,
+        peer_as,
+        router_id: Ipv4Addr::new(10, 0, 0, 1),
+        internal: peer_as == 65000,
+        hold_time: 9,
+        connect_retry_time: 1,
+        send_hold_time: 480,
+        passive: true,
+        authentication_key: None,
+        ttl_security: None,
+        multihop: true,
+        families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
+        prefix_limits: [None, None],
+        role: None,
+        add_path_receive: false,
+        add_path_send: false,
+        description: "test".into(),
+    }
+}
+
+/// A scripted BGP speaker: our codec over a real socket.
+struct RawPeer {
+    s: TcpStream,
+    buf: Vec<u8>,
+}
+
+impl RawPeer {
+    async fn connect(from: IpAddr, to: SocketAddr) -> RawPeer {
+        let sock = TcpSocket::new_v4().unwrap();
+        sock.bind(SocketAddr::new(from, 0)).unwrap();
+        RawPeer {
+            s: sock.connect(to).await.unwrap(),
+            buf: Vec::new(),
+        }
+    }
+    async fn send(&mut self, m: &[u8]) {
+        self.s.write_all(m).await.unwrap();
+    }
+    /// The next message, or `None` when the connection closes or 10 s pass.
+    async fn recv(&mut self) -> Option<Vec<u8>> {
+        tokio::time::timeout(Duration::from_secs(10), async {
+            loop {
+                if let Ok(Some(len)) = frame(&self.buf, 65535) {
+                    return Some(self.buf.drain(..len).collect());
+                }
+                let mut chunk = [0u8; 65536];
+                match self.s.read(&mut chunk).await {
+                    Ok(0) | Err(_) => return None,
+                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+                }
+            }
+        })
+        .await
+        .ok()
+        .flatten()
+    }
+    /// Waits for a NOTIFICATION, skipping other messages.
+    async fn notification(&mut self) -> Option<Notification> {
+        while let Some(m) = self.recv().await {
+            if let Ok(Message::Notification(n)) = decode(&m, &SessionParams::default()) {
+                return Some(n);
+            }
+        }
+        None
+    }
+    /// OPEN both ways and KEEPALIVE both ways.
+    async fn establish(&mut self, asn: u32, hold: u16) {
+        let open = Open::new(
+            asn,
+            hold,
+            Ipv4Addr::new(10, 0, 0, 2),
+            vec![
+                Capability::Multiprotocol { afi: 1, safi: 1 },
+                Capability::Multiprotocol { afi: 2, safi: 1 },
+                Capability::FourOctetAs(asn),
+            ],
+        );
+        self.send(&open.encode()).await;
+        let m = self.recv().await.expect("OPEN from ribshard");
+        assert!(matches!(
+            decode(&m, &SessionParams::default()),
+            Ok(Message::Open(_))
+        ));
+        self.send(&keepalive()).await;
+        let m = self.recv().await.expect("KEEPALIVE from ribshard");
+        assert!(matches!(
+            decode(&m, &SessionParams::default()),
+            Ok(Message::Keepalive)
+        ));
+    }
+}
+
+fn updates(n: usize, base: u32) -> Vec<u8> {
+    let p = SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    };
+    let b = UpdateBuilder::new(p);
+    let attrs = b.encode_attributes(&PathAttributes::canonical([
+        AttrValue::Origin(Origin::Igp),
+        AttrValue::AsPath(AsPath::sequence([65010, 65011])),
+        AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 1)),
+    ]));
+    let nlri: Vec<Nlri> = (0..n as u32)
+        .map(|i| {
+            Nlri::new(Prefix::V4 {
+                addr: base + (i << 8),
+                len: 24,
+            })
+        })
+        .collect();
+    let mut out = Vec::new();
+    b.announce(&attrs, Family::Ipv4Unicast, &[], &nlri, &mut out)
+        .unwrap();
+    out
+}
+
+async fn start(
+    peers: Vec<PeerSettings>,
+    listen: SocketAddr,
+) -> (Sessions, mpsc::Receiver<Inbound>) {
+    let (tx, rx) = mpsc::channel(1024);
+    let s = Sessions::start(peers, &[listen], tx).await.unwrap();
+    (s, rx)
+}
+
+#[tokio::test]
+async fn unconfigured_address_is_refused_with_cease_connection_rejected() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let (_s, _rx) = start(
+        vec![settings(IpAddr::from([127, 0, 0, 2]), 179, 65001)],
+        listen,
+    )
+    .await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 9]), listen).await;
+    let n = p.notification().await.expect("a NOTIFICATION");
+    assert_eq!(
+        (n.code, n.subcode),
+        (code::CEASE, cease::CONNECTION_REJECTED)
+    );
+    assert!(p.recv().await.is_none(), "connection closed after it");
+}
+
+#[tokio::test]
+async fn establishes_and_delivers_updates_in_order() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let (s, mut rx) = start(
+        vec![settings(IpAddr::from([127, 0, 0, 3]), 179, 65003)],
+        listen,
+    )
+    .await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 3]), listen).await;
+    p.establish(65003, 90).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state == State::Established)
+            .await
+    );
+    let st = s.peers[0].status();
+    let n = st.negotiated.unwrap();
+    assert_eq!((n.hold_time, n.four_octet_as), (9, true));
+    assert_eq!(n.families, [Family::Ipv4Unicast, Family::Ipv6Unicast]);
+    p.send(&updates(3000, 0x0a00_0000)).await;
+    assert!(matches!(rx.recv().await, Some(Inbound::Up { peer: 0, .. })));
+    let mut prefixes = 0;
+    while prefixes < 3000 {
+        match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+            Ok(Some(Inbound::Update {
+                message, params, ..
+            })) => {
+                let Ok(Message::Update(u)) = decode(&message, &params) else {
+                    panic!()
+                };
+                prefixes += u.announced().count();
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(2), |st| st.prefixes[0] == 3000)
+            .await
+    );
+    // A NOTIFICATION from the peer ends the session and withdraws its routes.
+    p.send(&Notification::new(code::CEASE, cease::ADMINISTRATIVE_RESET, vec![]).encode())
+        .await;
+    assert!(matches!(rx.recv().await, Some(Inbound::Down { peer: 0 })));
+    let st = s.peers[0].status();
+    assert_eq!(st.prefixes, [0, 0]);
+    assert!(st.last_error.unwrap().contains("Administrative Reset"));
+}
+
+#[tokio::test]
+async fn hold_timer_expiry_sends_notification() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 4]), 179, 65004);
+    cfg.hold_time = 3;
+    let (s, _rx) = start(vec![cfg], listen).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 4]), listen).await;
+    p.establish(65004, 3).await;
+    // Now silent: ribshard's keepalives arrive, then after 3 s the hold timer fires.
+    let start = std::time::Instant::now();
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!(n.code, code::HOLD_TIMER_EXPIRED);
+    let waited = start.elapsed();
+    assert!(
+        waited >= Duration::from_millis(2500) && waited < Duration::from_secs(6),
+        "{waited:?}"
+    );
+    assert!(s.peers[0]
+        .status()
+        .last_error
+        .unwrap()
+        .contains("hold timer"));
+}
+
+#[tokio::test]
+async fn wrong_peer_as_gets_bad_peer_as() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let (_s, _rx) = start(
+        vec![settings(IpAddr::from([127, 0, 0, 5]), 179, 65005)],
+        listen,
+    )
+    .await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 5]), listen).await;
+    let open = Open::new(
+        65099,
+        90,
+        Ipv4Addr::new(10, 0, 0, 2),
+        vec![Capability::FourOctetAs(65099)],
+    );
+    p.send(&open.encode()).await;
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!((n.code, n.subcode), (code::OPEN_MESSAGE, 2));
+}
+
+#[tokio::test]
+async fn prefix_limit_tears_down_with_cease_and_data() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 6]), 179, 65006);
+    cfg.prefix_limits = [Some((100, true, None)), None];
+    let (s, _rx) = start(vec![cfg], listen).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 6]), listen).await;
+    p.establish(65006, 90).await;
+    p.send(&updates(101, 0x0b00_0000)).await;
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!(
+        (n.code, n.subcode),
+        (code::CEASE, cease::MAXIMUM_PREFIXES_REACHED)
+    );
+    // AFI 1, SAFI 1, the limit (RFC 4486 section 4).
+    assert_eq!(n.data, [0, 1, 1, 0, 0, 0, 100]);
+    // No idle timeout configured: the session stays down, new connections are refused.
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(2), |st| st.state == State::Idle)
+            .await
+    );
+    let mut again = RawPeer::connect(IpAddr::from([127, 0, 0, 6]), listen).await;
+    let n = again.notification().await.expect("NOTIFICATION");
+    assert_eq!(
+        (n.code, n.subcode),
+        (code::CEASE, cease::CONNECTION_REJECTED)
+    );
+}
+
+#[tokio::test]
+async fn malformed_update_resets_with_the_exact_notification() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let (_s, _rx) = start(
+        vec![settings(IpAddr::from([127, 0, 0, 7]), 179, 65007)],
+        listen,
+    )
+    .await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 7]), listen).await;
+    p.establish(65007, 90).await;
+    // NLRI with a /33: Invalid Network Field.
+    let mut m = vec![0xff; 16];
+    m.extend_from_slice(&[0, 29, 2, 0, 0, 0, 0, 33, 1, 2, 3, 4, 5]);
+    let len = m.len() as u16;
+    m[16..18].copy_from_slice(&len.to_be_bytes());
+    p.send(&m).await;
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!((n.code, n.subcode), (code::UPDATE_MESSAGE, 10));
+}
+
+/// Keepalives run apart from routing work: while one session is flooded with a million
+/// prefixes and its consumer lags, a second session with a 3 s hold time stays up.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn keepalives_are_never_starved_by_a_flood() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let flooder = settings(IpAddr::from([127, 0, 0, 11]), 179, 65011);
+    let mut quiet = settings(IpAddr::from([127, 0, 0, 12]), 179, 65012);
+    quiet.hold_time = 3;
+    let (tx, mut rx) = mpsc::channel(64);
+    let s = Sessions::start(vec![flooder, quiet], &[listen], tx)
+        .await
+        .unwrap();
+    // A slow consumer: 50 µs per message, the routing work the flood waits for.
+    let consumer = tokio::spawn(async move {
+        let mut prefixes = 0usize;
+        while let Some(m) = rx.recv().await {
+            if let Inbound::Update {
+                message, params, ..
+            } = m
+            {
+                if let Ok(Message::Update(u)) = decode(&message, &params) {
+                    prefixes += u.announced().count();
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            if prefixes >= 1_000_000 {
+                return prefixes;
+            }
+        }
+        prefixes
+    });
+    let mut q = RawPeer::connect(IpAddr::from([127, 0, 0, 12]), listen).await;
+    q.establish(65012, 3).await;
+    // The quiet peer answers keepalives for 10 s (over three hold times).
+    let keeper = tokio::spawn(async move {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while tokio::time::Instant::now() < deadline {
+            match tokio::time::timeout(Duration::from_secs(2), q.recv()).await {
+                Ok(Some(m)) => {
+                    if let Ok(Message::Notification(n)) = decode(&m, &SessionParams::default()) {
+                        panic!("quiet session torn down: {n}");
+                    }
+                    q.send(&keepalive()).await;
+                }
+                Ok(None) => panic!("quiet session closed"),
+                Err(_) => {}
+            }
+        }
+        // Handed back, so the session stays up while it is checked.
+        q
+    });
+    let mut f = RawPeer::connect(IpAddr::from([127, 0, 0, 11]), listen).await;
+    f.establish(65011, 90).await;
+    let flood: Vec<u8> = (0..4u32)
+        .flat_map(|k| updates(250_000, 0x1000_0000 + (k << 26)))
+        .collect();
+    let (_r, mut w) = f.s.into_split();
+    let sender = tokio::spawn(async move {
+        w.write_all(&flood).await.unwrap();
+        w
+    });
+    let _q = keeper
+        .await
+        .expect("the 3 s hold time session stayed up for 10 s");
+    assert_eq!(s.peers[1].status().state, State::Established);
+    assert_eq!(s.peers[1].status().established_transitions, 1);
+    let _w = sender.await.unwrap();
+    let got = tokio::time::timeout(Duration::from_secs(60), consumer)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(got, 1_000_000);
+}
+
+/// Two sets of ribshard sessions that both connect out: collision resolution leaves one
+/// Established session; an MD5 key on both sides is required and enough.
+#[tokio::test]
+async fn ribshard_to_ribshard_with_md5_and_collision() {
+    let (pa, pb) = (port(), port());
+    let a_addr = IpAddr::from([127, 0, 0, 21]);
+    let b_addr = IpAddr::from([127, 0, 0, 22]);
+    let mut a = settings(b_addr, pb, 65022);
+    a.local_as = 65021;
+    a.passive = false;
+    a.local_address = Some(a_addr);
+    a.authentication_key = Some("shared".into());
+    let mut b = settings(a_addr, pa, 65021);
+    b.local_as = 65022;
+    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
+    b.passive = false;
+    b.local_address = Some(b_addr);
+    b.authentication_key = Some("shared".into());
+    let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
+    let (sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
+    for s in [&sa, &sb] {
+        assert!(
+            s.peers[0]
+                .wait_for(Duration::from_secs(15), |st| st.state == State::Established)
+                .await,
+            "{:?}",
+            s.peers[0].status()
+        );
+    }
+    // Stable: still one session after a few keepalives.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(sa.peers[0].status().established_transitions, 1);
+    sa.shutdown("maintenance", Duration::from_secs(1)).await;
+    assert!(
+        sb.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state != State::Established)
+            .await
+    );
+    assert!(sb.peers[0]
+        .status()
+        .last_error
+        .unwrap()
+        .contains("\"maintenance\""));
+}
+
+#[tokio::test]
+async fn md5_key_mismatch_gives_no_session() {
+    let (pa, pb) = (port(), port());
+    let a_addr = IpAddr::from([127, 0, 0, 31]);
+    let b_addr = IpAddr::from([127, 0, 0, 32]);
+    let mut a = settings(b_addr, pb, 65032);
+    a.local_as = 65031;
+    a.passive = false;
+    a.local_address = Some(a_addr);
+    a.authentication_key = Some("one".into());
+    let mut b = settings(a_addr, pa, 65031);
+    b.local_as = 65032;
+    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
+    b.local_address = Some(b_addr);
+    b.authentication_key = Some("two".into());
+    let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
+    let (_sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
+    assert!(
+        !sa.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state == State::Established)
+            .await,
+        "a session came up with different MD5 keys"
+    );
+}
