@@ -1,0 +1,313 @@
+//! ribshard against a real BIRD 2 on loopback: sessions both ways, routes with their
+//! attributes, withdrawals, TCP MD5, prefix limits and the shutdown NOTIFICATION.
+//! Skips (saying so) where bird is not installed; `scripts/test` installs it.
+
+use ribshard_mrt::{Bgp4mpBody, Record};
+use ribshard_wire::{decode, Message, PathAttributes, Prefix};
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Proc(Child);
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn have_bird() -> bool {
+    let ok = Command::new("bird").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: bird is not installed (apt-get install bird2)");
+    }
+    ok
+}
+
+fn tempdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("ribshard-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+struct Bird {
+    _p: Proc,
+    sock: PathBuf,
+}
+
+impl Bird {
+    fn start(dir: &Path, config: &str) -> Bird {
+        let conf = dir.join("bird.conf");
+        std::fs::write(&conf, config.replace("DIR", dir.to_str().unwrap())).unwrap();
+        let sock = dir.join("bird.ctl");
+        let p = Command::new("bird")
+            .arg("-f")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-s")
+            .arg(&sock)
+            .arg("-P")
+            .arg(dir.join("bird.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start bird");
+        let b = Bird { _p: Proc(p), sock };
+        assert!(
+            wait(10, || b.cmd("show status").contains("Daemon is up")),
+            "bird did not start"
+        );
+        b
+    }
+    fn cmd(&self, c: &str) -> String {
+        let out = Command::new("birdc")
+            .arg("-s")
+            .arg(&self.sock)
+            .args(c.split(' '))
+            .output()
+            .expect("birdc");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    fn established(&self, proto: &str) -> bool {
+        self.cmd(&format!("show protocols {proto}"))
+            .contains("Established")
+    }
+}
+
+fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
+    let conf = dir.join("ribshard.toml");
+    std::fs::write(&conf, config).unwrap();
+    let dump = dir.join("updates.mrt");
+    let p = Command::new(env!("CARGO_BIN_EXE_ribshard"))
+        .arg("run")
+        .arg("--config")
+        .arg(&conf)
+        .arg("--dump-updates")
+        .arg(&dump)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
+        .spawn()
+        .expect("start ribshard");
+    (Proc(p), dump)
+}
+
+fn wait(secs: u64, mut f: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + Duration::from_secs(secs);
+    while Instant::now() < end {
+        if f() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    false
+}
+
+/// What the dump holds so far: the attributes of each announced prefix, and the withdrawn.
+fn read_dump(path: &Path) -> (BTreeMap<Prefix, PathAttributes>, BTreeSet<Prefix>) {
+    let (mut ann, mut wd) = (BTreeMap::new(), BTreeSet::new());
+    let Ok(mut r) = ribshard_mrt::open(path) else {
+        return (ann, wd);
+    };
+    while let Ok(Some(raw)) = r.next_record() {
+        let Ok(Record::Bgp4mp(m)) = Record::parse(&raw) else {
+            continue;
+        };
+        let Bgp4mpBody::Message(msg) = m.body else {
+            continue;
+        };
+        let params = ribshard_wire::SessionParams {
+            four_octet_as: true,
+            ..Default::default()
+        };
+        if let Ok(Message::Update(u)) = decode(msg, &params) {
+            let attrs = PathAttributes::from_view(&u.attrs, &params);
+            for n in u.announced() {
+                wd.remove(&n.prefix);
+                ann.insert(n.prefix, attrs.clone());
+            }
+            for n in u.withdrawn_all() {
+                ann.remove(&n.prefix);
+                wd.insert(n.prefix);
+            }
+        }
+    }
+    (ann, wd)
+}
+
+fn ribshard_config(port_r: u16, port_b: u16, extra_neighbor: &str, passive: bool) -> String {
+    format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         [[bgp.group]]\nname = \"bird\"\ntype = \"external\"\npeer-as = 65041\n\
+         import = [\"accept\"]\nexport = [\"reject\"]\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.41\"\nport = {port_b}\nlocal-address = \"127.0.0.40\"\n\
+         multihop = true\npassive = {passive}\nconnect-retry-time = 2\n{extra_neighbor}\n"
+    )
+}
+
+fn bird_config(port_r: u16, port_b: u16, extra: &str, passive: bool) -> String {
+    format!(
+        r#"router id 127.0.0.41;
+log "DIR/bird.log" all;
+protocol device {{}}
+protocol static s4 {{ ipv4; route 203.0.113.0/24 blackhole; route 198.18.0.0/15 blackhole; }}
+protocol static s6 {{ ipv6; route 2001:db8:1::/48 blackhole; }}
+filter attrs {{
+  bgp_community.add((65041, 100));
+  bgp_large_community.add((65041, 7, 8));
+  bgp_med = 50;
+  bgp_path.prepend(64999);
+  accept;
+}}
+protocol bgp ribsh {{
+  local 127.0.0.41 port {port_b} as 65041;
+  neighbor 127.0.0.40 port {port_r} as 65040;
+  multihop; strict bind on; hold time 30; connect retry time 2;
+  passive {};
+  {extra}
+  ipv4 {{ import all; export filter attrs; next hop address 198.51.100.41; }};
+  ipv6 {{ import all; export filter attrs; next hop address 2001:db8::41; }};
+}}
+"#,
+        if passive { "on" } else { "off" }
+    )
+}
+
+#[test]
+fn routes_and_attributes_from_bird_then_withdrawals_and_shutdown() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("bird-routes");
+    let bird = Bird::start(&dir, &bird_config(27901, 27902, "", true));
+    let (mut rs, dump) = ribshard(&dir, &ribshard_config(27901, 27902, "", false));
+    assert!(
+        wait(20, || bird.established("ribsh")),
+        "{}",
+        bird.cmd("show protocols all ribsh")
+    );
+    let want: BTreeSet<Prefix> = ["203.0.113.0/24", "198.18.0.0/15"]
+        .iter()
+        .map(|p| {
+            let (a, l) = p.split_once('/').unwrap();
+            Prefix::v4(a.parse().unwrap(), l.parse().unwrap()).unwrap()
+        })
+        .chain([Prefix::v6("2001:db8:1::".parse().unwrap(), 48).unwrap()])
+        .collect();
+    assert!(
+        wait(20, || read_dump(&dump)
+            .0
+            .keys()
+            .copied()
+            .collect::<BTreeSet<_>>()
+            == want),
+        "got {:?}",
+        read_dump(&dump).0.keys().collect::<Vec<_>>()
+    );
+    let (ann, _) = read_dump(&dump);
+    for (p, a) in &ann {
+        let path: Vec<u32> = a
+            .as_path()
+            .unwrap()
+            .segments
+            .iter()
+            .flat_map(|s| s.asns.clone())
+            .collect();
+        assert_eq!(path, [65041, 64999], "{p}");
+        assert_eq!(a.med(), Some(50), "{p}");
+        assert!(a.communities().contains(&((65041 << 16) | 100)), "{p}");
+        assert_eq!(a.large_communities(), &[[65041, 7, 8]], "{p}");
+        match p {
+            Prefix::V4 { .. } => assert_eq!(a.next_hop().unwrap().to_string(), "198.51.100.41"),
+            Prefix::V6 { .. } => {
+                let nh = a.mp_reach().unwrap().next_hop.clone();
+                assert_eq!(
+                    &nh[..16],
+                    "2001:db8::41"
+                        .parse::<std::net::Ipv6Addr>()
+                        .unwrap()
+                        .octets()
+                );
+            }
+        }
+    }
+    // Withdrawals arrive.
+    bird.cmd("disable s4");
+    assert!(
+        wait(20, || read_dump(&dump).1.len() == 2),
+        "{:?}",
+        read_dump(&dump)
+    );
+    // SIGTERM: ribshard sends Cease / Administrative Shutdown with its message.
+    let _ = Command::new("kill")
+        .args(["-TERM", &rs.0.id().to_string()])
+        .status();
+    let _ = rs.0.wait();
+    assert!(
+        wait(10, || bird
+            .cmd("show protocols all ribsh")
+            .contains("shutting down")),
+        "{}",
+        bird.cmd("show protocols all ribsh")
+    );
+}
+
+#[test]
+fn bird_connects_to_ribshard_with_md5() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("bird-md5");
+    let (_rs, _dump) = ribshard(
+        &dir,
+        &ribshard_config(27911, 27912, "authentication-key = \"s3cret\"", true),
+    );
+    let bird = Bird::start(
+        &dir,
+        &bird_config(27911, 27912, "password \"s3cret\";", false),
+    );
+    assert!(
+        wait(20, || bird.established("ribsh")),
+        "{}",
+        bird.cmd("show protocols all ribsh")
+    );
+}
+
+#[test]
+fn md5_mismatch_gives_no_session_with_bird() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("bird-md5-bad");
+    let (_rs, _dump) = ribshard(
+        &dir,
+        &ribshard_config(27921, 27922, "authentication-key = \"s3cret\"", true),
+    );
+    let bird = Bird::start(
+        &dir,
+        &bird_config(27921, 27922, "password \"wrong\";", false),
+    );
+    assert!(
+        !wait(8, || bird.established("ribsh")),
+        "a session came up with different keys"
+    );
+}
+
+#[test]
+fn prefix_limit_tears_bird_down() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("bird-limit");
+    let extra = "[bgp.group.neighbor.prefix-limit.inet-unicast]\nmaximum = 1\n";
+    let (_rs, _dump) = ribshard(&dir, &ribshard_config(27931, 27932, extra, false));
+    let bird = Bird::start(&dir, &bird_config(27931, 27932, "", true));
+    assert!(
+        wait(20, || bird
+            .cmd("show protocols all ribsh")
+            .contains("Maximum number of prefixes reached")),
+        "{}",
+        bird.cmd("show protocols all ribsh")
+    );
+}
