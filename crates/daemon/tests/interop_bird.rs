@@ -2,20 +2,13 @@
 //! attributes, withdrawals, TCP MD5, prefix limits and the shutdown NOTIFICATION.
 //! Skips (saying so) where bird is not installed; `scripts/test` installs it.
 
-use ribshard_mrt::{Bgp4mpBody, Record};
-use ribshard_wire::{decode, Message, PathAttributes, Prefix};
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+mod common;
 
-struct Proc(Child);
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use common::*;
+use ribshard_wire::Prefix;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
 
 fn have_bird() -> bool {
     let ok = Command::new("bird").arg("--version").output().is_ok();
@@ -76,76 +69,6 @@ impl Bird {
     }
 }
 
-fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
-    let conf = dir.join("ribshard.toml");
-    std::fs::write(&conf, config).unwrap();
-    let dump = dir.join("updates.mrt");
-    let p = Command::new(env!("CARGO_BIN_EXE_ribshard"))
-        .arg("run")
-        .arg("--config")
-        .arg(&conf)
-        .arg("--dump-updates")
-        .arg(&dump)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
-        .spawn()
-        .expect("start ribshard");
-    (Proc(p), dump)
-}
-
-fn wait(secs: u64, mut f: impl FnMut() -> bool) -> bool {
-    let end = Instant::now() + Duration::from_secs(secs);
-    while Instant::now() < end {
-        if f() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(200));
-    }
-    false
-}
-
-/// What the dump holds so far: the attributes of each announced prefix, and the withdrawn.
-fn read_dump(path: &Path) -> (BTreeMap<Prefix, PathAttributes>, BTreeSet<Prefix>) {
-    let (mut ann, mut wd) = (BTreeMap::new(), BTreeSet::new());
-    let Ok(mut r) = ribshard_mrt::open(path) else {
-        return (ann, wd);
-    };
-    while let Ok(Some(raw)) = r.next_record() {
-        let Ok(Record::Bgp4mp(m)) = Record::parse(&raw) else {
-            continue;
-        };
-        let Bgp4mpBody::Message(msg) = m.body else {
-            continue;
-        };
-        let params = ribshard_wire::SessionParams {
-            four_octet_as: true,
-            ..Default::default()
-        };
-        if let Ok(Message::Update(u)) = decode(msg, &params) {
-            let attrs = PathAttributes::from_view(&u.attrs, &params);
-            for n in u.announced() {
-                wd.remove(&n.prefix);
-                ann.insert(n.prefix, attrs.clone());
-            }
-            for n in u.withdrawn_all() {
-                ann.remove(&n.prefix);
-                wd.insert(n.prefix);
-            }
-        }
-    }
-    (ann, wd)
-}
-
-fn ribshard_config(port_r: u16, port_b: u16, extra_neighbor: &str, passive: bool) -> String {
-    format!(
-        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
-         [[bgp.group]]\nname = \"bird\"\ntype = \"external\"\npeer-as = 65041\n\
-         import = [\"accept\"]\nexport = [\"reject\"]\n\
-         [[bgp.group.neighbor]]\naddress = \"127.0.0.41\"\nport = {port_b}\nlocal-address = \"127.0.0.40\"\n\
-         multihop = true\npassive = {passive}\nconnect-retry-time = 2\n{extra_neighbor}\n"
-    )
-}
-
 fn bird_config(port_r: u16, port_b: u16, extra: &str, passive: bool) -> String {
     format!(
         r#"router id 127.0.0.41;
@@ -181,19 +104,18 @@ fn routes_and_attributes_from_bird_then_withdrawals_and_shutdown() {
     }
     let dir = tempdir("bird-routes");
     let bird = Bird::start(&dir, &bird_config(27901, 27902, "", true));
-    let (mut rs, dump) = ribshard(&dir, &ribshard_config(27901, 27902, "", false));
+    let (mut rs, dump) = ribshard(
+        &dir,
+        &ribshard_config(27901, "127.0.0.41", 65041, 27902, "", false),
+    );
     assert!(
         wait(20, || bird.established("ribsh")),
         "{}",
         bird.cmd("show protocols all ribsh")
     );
-    let want: BTreeSet<Prefix> = ["203.0.113.0/24", "198.18.0.0/15"]
-        .iter()
-        .map(|p| {
-            let (a, l) = p.split_once('/').unwrap();
-            Prefix::v4(a.parse().unwrap(), l.parse().unwrap()).unwrap()
-        })
-        .chain([Prefix::v6("2001:db8:1::".parse().unwrap(), 48).unwrap()])
+    let want: BTreeSet<Prefix> = ["203.0.113.0/24", "198.18.0.0/15", "2001:db8:1::/48"]
+        .into_iter()
+        .map(prefix)
         .collect();
     assert!(
         wait(20, || read_dump(&dump)
@@ -261,7 +183,14 @@ fn bird_connects_to_ribshard_with_md5() {
     let dir = tempdir("bird-md5");
     let (_rs, _dump) = ribshard(
         &dir,
-        &ribshard_config(27911, 27912, "authentication-key = \"s3cret\"", true),
+        &ribshard_config(
+            27911,
+            "127.0.0.41",
+            65041,
+            27912,
+            "authentication-key = \"s3cret\"",
+            true,
+        ),
     );
     let bird = Bird::start(
         &dir,
@@ -282,7 +211,14 @@ fn md5_mismatch_gives_no_session_with_bird() {
     let dir = tempdir("bird-md5-bad");
     let (_rs, _dump) = ribshard(
         &dir,
-        &ribshard_config(27921, 27922, "authentication-key = \"s3cret\"", true),
+        &ribshard_config(
+            27921,
+            "127.0.0.41",
+            65041,
+            27922,
+            "authentication-key = \"s3cret\"",
+            true,
+        ),
     );
     let bird = Bird::start(
         &dir,
@@ -301,7 +237,10 @@ fn prefix_limit_tears_bird_down() {
     }
     let dir = tempdir("bird-limit");
     let extra = "[bgp.group.neighbor.prefix-limit.inet-unicast]\nmaximum = 1\n";
-    let (_rs, _dump) = ribshard(&dir, &ribshard_config(27931, 27932, extra, false));
+    let (_rs, _dump) = ribshard(
+        &dir,
+        &ribshard_config(27931, "127.0.0.41", 65041, 27932, extra, false),
+    );
     let bird = Bird::start(&dir, &bird_config(27931, 27932, "", true));
     assert!(
         wait(20, || bird

@@ -1,0 +1,244 @@
+//! ribshard against real GoBGP and FRR bgpd on loopback: the session comes up whichever side
+//! connects, and routes with their attributes arrive intact. Skips (saying so) where a
+//! daemon is not installed; `scripts/test` installs them.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+fn have(cmd: &str, arg: &str) -> bool {
+    let ok = Command::new(cmd).arg(arg).output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: {cmd} is not installed");
+    }
+    ok
+}
+
+fn output(cmd: &mut Command) -> String {
+    cmd.output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+// ---- GoBGP ----
+
+struct GoBgp {
+    _p: Proc,
+    api: String,
+}
+
+impl GoBgp {
+    fn start(dir: &Path, port_g: u16, port_r: u16, passive: bool) -> GoBgp {
+        let conf = dir.join("gobgpd.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"[global.config]
+  as = 65042
+  router-id = "127.0.0.42"
+  port = {port_g}
+  local-address-list = ["127.0.0.42"]
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "127.0.0.40"
+    peer-as = 65040
+  [neighbors.transport.config]
+    local-address = "127.0.0.42"
+    remote-port = {port_r}
+    passive-mode = {passive}
+  [neighbors.timers.config]
+    connect-retry = 2
+  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "ipv4-unicast"
+  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "ipv6-unicast"
+"#
+            ),
+        )
+        .unwrap();
+        let api_port = port_g + 1000;
+        let p = Command::new("gobgpd")
+            .arg("-f")
+            .arg(&conf)
+            .arg("-p")
+            .arg("--api-hosts")
+            .arg(format!("127.0.0.42:{api_port}"))
+            .arg("--pprof-disable")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("gobgpd.log")).unwrap())
+            .spawn()
+            .expect("start gobgpd");
+        GoBgp {
+            _p: Proc(p),
+            api: api_port.to_string(),
+        }
+    }
+    fn cli(&self, args: &[&str]) -> String {
+        output(
+            Command::new("gobgp")
+                .args(["-u", "127.0.0.42", "-p", &self.api])
+                .args(args),
+        )
+    }
+}
+
+fn gobgp_routes(passive_ribshard: bool, port_r: u16, port_g: u16, name: &str) {
+    if !have("gobgpd", "--version") {
+        return;
+    }
+    let dir = tempdir(name);
+    let (_rs, dump) = ribshard(
+        &dir,
+        &ribshard_config(port_r, "127.0.0.42", 65042, port_g, "", passive_ribshard),
+    );
+    let g = GoBgp::start(&dir, port_g, port_r, !passive_ribshard);
+    assert!(
+        wait(30, || g.cli(&["neighbor"]).contains("Establ")),
+        "{}",
+        g.cli(&["neighbor"])
+    );
+    g.cli(&[
+        "global",
+        "rib",
+        "add",
+        "-a",
+        "ipv4",
+        "203.0.113.0/24",
+        "nexthop",
+        "198.51.100.42",
+        "community",
+        "65042:100",
+        "large-community",
+        "65042:7:8",
+        "med",
+        "50",
+    ]);
+    g.cli(&[
+        "global",
+        "rib",
+        "add",
+        "-a",
+        "ipv6",
+        "2001:db8:42::/48",
+        "nexthop",
+        "2001:db8::42",
+        "community",
+        "65042:100",
+        "med",
+        "50",
+    ]);
+    let want = [prefix("203.0.113.0/24"), prefix("2001:db8:42::/48")];
+    assert!(
+        wait(20, || want
+            .iter()
+            .all(|p| read_dump(&dump).0.contains_key(p))),
+        "{:?}",
+        read_dump(&dump)
+    );
+    let (ann, _) = read_dump(&dump);
+    for p in &want {
+        let a = &ann[p];
+        assert_eq!(asns(a), [65042], "{p}");
+        assert_eq!(a.med(), Some(50), "{p}");
+        assert!(a.communities().contains(&((65042 << 16) | 100)), "{p}");
+    }
+    assert_eq!(ann[&want[0]].large_communities(), &[[65042, 7, 8]]);
+    g.cli(&["global", "rib", "del", "-a", "ipv4", "203.0.113.0/24"]);
+    assert!(wait(20, || read_dump(&dump).1.contains(&want[0])));
+}
+
+#[test]
+fn gobgp_connects_and_sends_routes() {
+    gobgp_routes(true, 27941, 27942, "gobgp-passive");
+}
+
+#[test]
+fn ribshard_connects_to_gobgp_and_receives_routes() {
+    gobgp_routes(false, 27943, 27944, "gobgp-active");
+}
+
+// ---- FRR bgpd (without zebra) ----
+
+fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
+    if !Path::new("/usr/lib/frr/bgpd").exists() {
+        eprintln!("SKIPPED: FRR bgpd is not installed");
+        return;
+    }
+    let dir = tempdir(name);
+    let (_rs, dump) = ribshard(
+        &dir,
+        &ribshard_config(port_r, "127.0.0.43", 65043, port_f, "", passive_ribshard),
+    );
+    let conf = dir.join("bgpd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "frr defaults traditional\nhostname frr\n!\nrouter bgp 65043\n bgp router-id 127.0.0.43\n\
+             no bgp ebgp-requires-policy\n no bgp network import-check\n\
+             neighbor 127.0.0.40 remote-as 65040\n neighbor 127.0.0.40 port {port_r}\n\
+             neighbor 127.0.0.40 update-source 127.0.0.43\n neighbor 127.0.0.40 disable-connected-check\n\
+             neighbor 127.0.0.40 timers connect 2\n{}\
+             !\n address-family ipv4 unicast\n  network 203.0.113.0/24 route-map SET\n exit-address-family\n!\n\
+             route-map SET permit 10\n set community 65043:100\n set large-community 65043:7:8\n set metric 50\n!\n",
+            if passive_ribshard { "" } else { " neighbor 127.0.0.40 passive\n" }
+        ),
+    )
+    .unwrap();
+    let p = Command::new("/usr/lib/frr/bgpd")
+        .args(["-Z", "-S", "-f"])
+        .arg(&conf)
+        .args([
+            "-p",
+            &port_f.to_string(),
+            "-l",
+            "127.0.0.43",
+            "-P",
+            "0",
+            "-i",
+        ])
+        .arg(dir.join("bgpd.pid"))
+        .arg("--vty_socket")
+        .arg(&dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start FRR bgpd");
+    let _frr = Proc(p);
+    let vtysh = |c: &str| {
+        output(
+            Command::new("vtysh")
+                .arg("--vty_socket")
+                .arg(&dir)
+                .args(["-c", c]),
+        )
+    };
+    let want = prefix("203.0.113.0/24");
+    assert!(
+        wait(30, || read_dump(&dump).0.contains_key(&want)),
+        "{}\n{:?}",
+        vtysh("show bgp summary"),
+        read_dump(&dump)
+    );
+    let (ann, _) = read_dump(&dump);
+    let a = &ann[&want];
+    assert_eq!(asns(a), [65043]);
+    assert_eq!(a.med(), Some(50));
+    assert!(a.communities().contains(&((65043 << 16) | 100)));
+    assert_eq!(a.large_communities(), &[[65043, 7, 8]]);
+    // FRR advertises itself as next hop on eBGP (its update-source).
+    assert_eq!(a.next_hop().unwrap().to_string(), "127.0.0.43");
+}
+
+#[test]
+fn frr_connects_and_sends_routes() {
+    frr_routes(true, 27951, 27952, "frr-passive");
+}
+
+#[test]
+fn ribshard_connects_to_frr_and_receives_routes() {
+    frr_routes(false, 27953, 27954, "frr-active");
+}
