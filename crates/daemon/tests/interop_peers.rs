@@ -1,4 +1,4 @@
-//! ribshard against real GoBGP and FRR bgpd on loopback: the session comes up whichever side
+//! ribshard against real GoBGP, FRR bgpd, ExaBGP and OpenBGPD on loopback: the session comes up whichever side
 //! connects, and routes with their attributes arrive intact. Skips (saying so) where a
 //! daemon is not installed; `scripts/test` installs them.
 
@@ -241,4 +241,149 @@ fn frr_connects_and_sends_routes() {
 #[test]
 fn ribshard_connects_to_frr_and_receives_routes() {
     frr_routes(false, 27953, 27954, "frr-active");
+}
+
+// ---- ExaBGP ----
+
+fn exabgp_routes(passive_ribshard: bool, port_r: u16, port_e: u16, name: &str) {
+    if !have("exabgp", "--version") {
+        return;
+    }
+    let dir = tempdir(name);
+    let (_rs, dump) = ribshard(
+        &dir,
+        &ribshard_config(port_r, "127.0.0.44", 65044, port_e, "", passive_ribshard),
+    );
+    let conf = dir.join("exabgp.conf");
+    // ExaBGP connects when ribshard waits, and only listens when ribshard connects.
+    let (connect, passive) = if passive_ribshard {
+        (format!("connect {port_r};"), "")
+    } else {
+        (String::new(), "passive true;")
+    };
+    std::fs::write(
+        &conf,
+        format!(
+            "neighbor 127.0.0.40 {{\n  router-id 127.0.0.44;\n  local-address 127.0.0.44;\n\
+             local-as 65044;\n  peer-as 65040;\n  {connect}\n  listen {port_e};\n  {passive}\n\
+             family {{ ipv4 unicast; ipv6 unicast; }}\n  static {{\n\
+             route 203.0.113.0/24 next-hop 198.51.100.44 community [65044:100] large-community [65044:7:8] med 50;\n\
+             route 2001:db8:44::/48 next-hop 2001:db8::44 community [65044:100] med 50;\n  }}\n}}\n"
+        ),
+    )
+    .unwrap();
+    let p = Command::new("exabgp")
+        .arg(&conf)
+        .env("exabgp_daemon_user", "root")
+        .env("exabgp_log_destination", dir.join("exabgp.log"))
+        .env("exabgp_daemon_daemonize", "false")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start exabgp");
+    let _exa = Proc(p);
+    let want = [prefix("203.0.113.0/24"), prefix("2001:db8:44::/48")];
+    assert!(
+        wait(30, || want
+            .iter()
+            .all(|p| read_dump(&dump).0.contains_key(p))),
+        "{:?}\n{}",
+        read_dump(&dump),
+        std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default()
+    );
+    let (ann, _) = read_dump(&dump);
+    for p in &want {
+        let a = &ann[p];
+        assert_eq!(asns(a), [65044], "{p}");
+        assert_eq!(a.med(), Some(50), "{p}");
+        assert!(a.communities().contains(&((65044 << 16) | 100)), "{p}");
+    }
+    assert_eq!(ann[&want[0]].large_communities(), &[[65044, 7, 8]]);
+    assert_eq!(
+        ann[&want[0]].next_hop().unwrap().to_string(),
+        "198.51.100.44"
+    );
+}
+
+#[test]
+fn exabgp_connects_and_sends_routes() {
+    exabgp_routes(true, 27961, 27962, "exabgp-passive");
+}
+
+#[test]
+fn ribshard_connects_to_exabgp_and_receives_routes() {
+    exabgp_routes(false, 27963, 27964, "exabgp-active");
+}
+
+// ---- OpenBGPD (needs root for its chroot, made in a private mount namespace) ----
+
+fn openbgpd_routes(passive_ribshard: bool, port_r: u16, port_o: u16, name: &str) {
+    if !have("bgpctl", "-V") || !Path::new("/usr/sbin/bgpd").exists() {
+        return;
+    }
+    if output(Command::new("id").arg("-u")).trim() != "0" {
+        eprintln!("SKIPPED: OpenBGPD needs root");
+        return;
+    }
+    let dir = tempdir(name);
+    let (_rs, dump) = ribshard(
+        &dir,
+        &ribshard_config(port_r, "127.0.0.45", 65045, port_o, "", passive_ribshard),
+    );
+    let sock = dir.join("bgpd.sock");
+    let conf = dir.join("bgpd.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "AS 65045\nrouter-id 127.0.0.45\nlisten on 127.0.0.45 port {port_o}\nfib-update no\n\
+             socket \"{}\"\nnexthop qualify via default\n\
+             network 203.0.113.0/24 set {{ community 65045:100 large-community 65045:7:8 metric 50 }}\n\
+             neighbor 127.0.0.40 {{\n\tremote-as 65040\n\tport {port_r}\n\tlocal-address 127.0.0.45\n\
+             \tmultihop 2\n{}}}\nallow from any\nallow to any\n",
+            sock.display(),
+            if passive_ribshard { "" } else { "\tpassive\n" }
+        ),
+    )
+    .unwrap();
+    let run = dir.join("run");
+    let p = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mkdir -p {run}/openbgpd && mount --bind {run} /run && exec bgpd -d -v -f {conf}",
+            run = run.display(),
+            conf = conf.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start OpenBGPD");
+    let _bgpd = Proc(p);
+    let want = prefix("203.0.113.0/24");
+    assert!(
+        wait(30, || read_dump(&dump).0.contains_key(&want)),
+        "{}\n{}",
+        output(
+            Command::new("bgpctl")
+                .arg("-s")
+                .arg(&sock)
+                .args(["show", "summary"])
+        ),
+        std::fs::read_to_string(dir.join("bgpd.log")).unwrap_or_default()
+    );
+    let (ann, _) = read_dump(&dump);
+    let a = &ann[&want];
+    assert_eq!(asns(a), [65045]);
+    assert_eq!(a.med(), Some(50));
+    assert!(a.communities().contains(&((65045 << 16) | 100)));
+    assert_eq!(a.large_communities(), &[[65045, 7, 8]]);
+}
+
+#[test]
+fn openbgpd_connects_and_sends_routes() {
+    openbgpd_routes(true, 27971, 27972, "openbgpd-passive");
+}
+
+#[test]
+fn ribshard_connects_to_openbgpd_and_receives_routes() {
+    openbgpd_routes(false, 27973, 27974, "openbgpd-active");
 }
