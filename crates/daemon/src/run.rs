@@ -113,12 +113,12 @@ fn consume(
                 info!(neighbor = %p.address, families = ?negotiated.families, hold_time = negotiated.hold_time, "neighbor up");
             }
         }
-        Inbound::Down { peer } => {
+        Inbound::Down { peer, stale } => {
             if let Some(p) = peers.get(peer) {
-                info!(neighbor = %p.address, "neighbor down");
+                info!(neighbor = %p.address, graceful_restart = stale.is_some(), "neighbor down");
             }
         }
-        Inbound::RouteRefresh { .. } => {}
+        Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => {}
         Inbound::Update { peer, message, .. } => {
             let (Some(d), Some(p)) = (dump, peers.get(peer)) else {
                 return;

@@ -52,10 +52,21 @@ pub struct Negotiated {
     pub add_path_receive: [bool; 2],
     pub add_path_send: [bool; 2],
     /// The neighbor is a graceful restart speaker (RFC 4724); we help it.
-    pub graceful_restart: Option<u16>,
+    pub graceful_restart: Option<GracefulRestart>,
     pub peer_role: Option<u8>,
     /// How to decode the neighbor's messages.
     pub params: SessionParams,
+}
+
+/// What a restarting neighbor asked of us as its helper (RFC 4724 section 3).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GracefulRestart {
+    /// Seconds to keep its routes after the session drops.
+    pub restart_time: u16,
+    /// Families whose routes are kept (those in its capability that we negotiated).
+    pub families: Vec<Family>,
+    /// RFC 8538: the N bit; a NOTIFICATION (other than Hard Reset) also keeps routes.
+    pub notification: bool,
 }
 
 /// Our OPEN for this neighbor.
@@ -184,7 +195,19 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
     }
     let extended_message = theirs.has(cap::EXTENDED_MESSAGE) && ours.has(cap::EXTENDED_MESSAGE);
     let graceful_restart = theirs.capabilities().find_map(|c| match c {
-        Capability::GracefulRestart { restart_time, .. } => Some(*restart_time),
+        Capability::GracefulRestart {
+            flags,
+            restart_time,
+            families: fams,
+        } => Some(GracefulRestart {
+            restart_time: *restart_time,
+            families: fams
+                .iter()
+                .filter_map(|f| Family::from_afi_safi(f.afi, f.safi))
+                .filter(|f| families.contains(f))
+                .collect(),
+            notification: flags & 0x4 != 0,
+        }),
         _ => None,
     });
     Ok(Negotiated {

@@ -95,16 +95,17 @@ impl RawPeer {
     }
     /// OPEN both ways and KEEPALIVE both ways.
     async fn establish(&mut self, asn: u32, hold: u16) {
-        let open = Open::new(
-            asn,
-            hold,
-            Ipv4Addr::new(10, 0, 0, 2),
-            vec![
-                Capability::Multiprotocol { afi: 1, safi: 1 },
-                Capability::Multiprotocol { afi: 2, safi: 1 },
-                Capability::FourOctetAs(asn),
-            ],
-        );
+        self.establish_with(asn, hold, vec![]).await;
+    }
+
+    async fn establish_with(&mut self, asn: u32, hold: u16, extra: Vec<Capability>) {
+        let mut caps = vec![
+            Capability::Multiprotocol { afi: 1, safi: 1 },
+            Capability::Multiprotocol { afi: 2, safi: 1 },
+            Capability::FourOctetAs(asn),
+        ];
+        caps.extend(extra);
+        let open = Open::new(asn, hold, Ipv4Addr::new(10, 0, 0, 2), caps);
         self.send(&open.encode()).await;
         let m = self.recv().await.expect("OPEN from ribshard");
         assert!(matches!(
@@ -214,7 +215,13 @@ async fn establishes_and_delivers_updates_in_order() {
     // A NOTIFICATION from the peer ends the session and withdraws its routes.
     p.send(&Notification::new(code::CEASE, cease::ADMINISTRATIVE_RESET, vec![]).encode())
         .await;
-    assert!(matches!(rx.recv().await, Some(Inbound::Down { peer: 0 })));
+    assert!(matches!(
+        rx.recv().await,
+        Some(Inbound::Down {
+            peer: 0,
+            stale: None
+        })
+    ));
     let st = s.peers[0].status();
     assert_eq!(st.prefixes, [0, 0]);
     assert!(st.last_error.unwrap().contains("Administrative Reset"));
@@ -456,4 +463,92 @@ async fn md5_key_mismatch_gives_no_session() {
             .await,
         "a session came up with different MD5 keys"
     );
+}
+
+/// A neighbor that restarts gracefully (RFC 4724) keeps its routes when its connection
+/// drops, until it sends End-of-RIB; one that sends a NOTIFICATION without the N bit does not.
+#[tokio::test]
+async fn graceful_restart_helper_keeps_routes_until_end_of_rib() {
+    use ribshard_wire::open::GracefulRestartFamily;
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let (_s, mut rx) = start(
+        vec![settings(IpAddr::from([127, 0, 0, 13]), 179, 65013)],
+        listen,
+    )
+    .await;
+    let gr = Capability::GracefulRestart {
+        flags: 0,
+        restart_time: 90,
+        families: vec![GracefulRestartFamily {
+            afi: 1,
+            safi: 1,
+            flags: 0x80,
+        }],
+    };
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 13]), listen).await;
+    p.establish_with(65013, 90, vec![gr.clone()]).await;
+    p.send(&updates(10, 0x0c00_0000)).await;
+    // The connection breaks: a restart, not a withdrawal.
+    drop(p);
+    let mut down = None;
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        if let Inbound::Down { stale, .. } = m {
+            down = Some(stale);
+            break;
+        }
+    }
+    let stale = down.expect("Down").expect("routes kept as stale");
+    assert_eq!(
+        (stale.restart_time, stale.families.as_slice()),
+        (90, &[Family::Ipv4Unicast][..])
+    );
+    // It comes back and ends its table with End-of-RIB.
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 13]), listen).await;
+    p.establish_with(65013, 90, vec![gr]).await;
+    p.send(&updates(10, 0x0c00_0000)).await;
+    p.send(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast))
+        .await;
+    let mut eor = false;
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        if let Inbound::EndOfRib { family, .. } = m {
+            eor = family == Family::Ipv4Unicast;
+            break;
+        }
+    }
+    assert!(eor, "End-of-RIB delivered");
+    // A NOTIFICATION without the N bit (RFC 8538) is a real end: no stale routes.
+    p.send(&Notification::new(code::CEASE, cease::ADMINISTRATIVE_RESET, vec![]).encode())
+        .await;
+    let mut down = None;
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        if let Inbound::Down { stale, .. } = m {
+            down = Some(stale);
+            break;
+        }
+    }
+    assert_eq!(down, Some(None));
+}
+
+/// Sessions over IPv6 transport (both ends on ::1, told apart by port).
+#[tokio::test]
+async fn ipv6_transport() {
+    let (pa, pb) = (port(), port());
+    let lo: IpAddr = "::1".parse().unwrap();
+    let mut a = settings(lo, pb, 65052);
+    a.local_as = 65051;
+    a.passive = false;
+    let mut b = settings(lo, pa, 65051);
+    b.local_as = 65052;
+    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
+    let (sa, _ra) = start(vec![a], SocketAddr::new(lo, pa)).await;
+    let (sb, _rb) = start(vec![b], SocketAddr::new(lo, pb)).await;
+    for s in [&sa, &sb] {
+        assert!(
+            s.peers[0]
+                .wait_for(Duration::from_secs(15), |st| st.state == State::Established)
+                .await,
+            "{:?}",
+            s.peers[0].status()
+        );
+    }
 }

@@ -11,7 +11,7 @@ use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
 use ribshard_wire::message::{MessageType, HEADER_LEN, MAX_MESSAGE_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub, Notification};
 use ribshard_wire::{decode, keepalive, parse_update, Family, Message, Nlri, Open, SessionParams};
-use std::collections::{HashMap, HashSet};
+use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::time::Duration;
@@ -35,8 +35,15 @@ pub enum Inbound {
     },
     /// A ROUTE-REFRESH request (RFC 2918) for a family.
     RouteRefresh { peer: usize, afi: u16, safi: u8 },
-    /// The session left Established: every route learned from the peer goes.
-    Down { peer: usize },
+    /// The session left Established. Without `stale`, every route learned from the peer
+    /// goes now; with it (RFC 4724 section 4.2, the peer is restarting gracefully), routes of
+    /// those families are kept as stale for the restart time, until the peer's End-of-RIB.
+    Down {
+        peer: usize,
+        stale: Option<crate::negotiate::GracefulRestart>,
+    },
+    /// End-of-RIB from the peer (RFC 4724 section 2): stale routes of the family left now go.
+    EndOfRib { peer: usize, family: Family },
 }
 
 /// What operators see of a session.
@@ -230,6 +237,17 @@ fn reject_conn(mut c: Conn, subcode: u8) {
     c.close();
 }
 
+/// Why a session is going down; a restarting neighbor keeps its routes only for some.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Ending {
+    /// The connection broke or the hold timer expired: the neighbor may be restarting.
+    Lost,
+    /// The neighbor sent a NOTIFICATION (graceful under RFC 8538, but not Hard Reset).
+    Notified { hard_reset: bool },
+    /// We ended it (errors, administrative stop, prefix limit).
+    Other,
+}
+
 /// What woke the session task.
 enum Wake {
     Control(Option<Control>),
@@ -279,9 +297,12 @@ struct Session {
     adj_rib_in: [HashSet<Nlri>; 2],
     status: watch::Sender<SessionStatus>,
     inbound: mpsc::Sender<Inbound>,
-    /// An UPDATE waiting for room in the pipeline: the socket is not read meanwhile.
-    pending: Option<Inbound>,
+    /// What waits for room in the pipeline, in order; the socket is not read meanwhile,
+    /// and nothing (Up and Down included) is ever dropped.
+    pending: VecDeque<Inbound>,
     admin_down: bool,
+    /// How the session is ending, for graceful restart (RFC 4724 section 4.2, RFC 8538).
+    ending: Ending,
     /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
     held_down: bool,
     send_hold: Duration,
@@ -315,8 +336,9 @@ impl Session {
             adj_rib_in: [HashSet::new(), HashSet::new()],
             status,
             inbound,
-            pending: None,
+            pending: VecDeque::new(),
             admin_down: false,
+            ending: Ending::Other,
             held_down: false,
         }
     }
@@ -335,8 +357,8 @@ impl Session {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
             let deadline = self.timers.next();
-            let reading = self.conn.is_some() && self.pending.is_none();
-            let has_pending = self.pending.is_some();
+            let reading = self.conn.is_some() && self.pending.is_empty();
+            let has_pending = !self.pending.is_empty();
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
             let has_secondary = self.secondary.is_some();
@@ -361,7 +383,7 @@ impl Session {
                         }
                     }, if has_secondary => Wake::Secondary(r),
                     permit = inbound.reserve(), if has_pending => {
-                        if let (Ok(p), Some(m)) = (permit, pending.take()) {
+                        if let (Ok(p), Some(m)) = (permit, pending.pop_front()) {
                             p.send(m);
                         }
                         Wake::Delivered
@@ -540,6 +562,7 @@ impl Session {
             Ok(m) => m,
             Err(ReadError::Closed(e)) => {
                 debug!(peer = %self.name(), "connection closed: {e:?}");
+                self.ending = Ending::Lost;
                 self.set_error(match e {
                     Some(e) => format!("connection lost: {e}"),
                     None => "connection closed by the neighbor".into(),
@@ -581,6 +604,9 @@ impl Session {
             Ok(Message::Keepalive) => self.event(Event::KeepAliveMsg),
             Ok(Message::Notification(n)) => {
                 warn!(peer = %self.name(), "NOTIFICATION received: {n}");
+                self.ending = Ending::Notified {
+                    hard_reset: n.code == code::CEASE && n.subcode == cease::HARD_RESET,
+                };
                 self.set_error(format!("NOTIFICATION received: {n}"));
                 if n.code == code::OPEN_MESSAGE && n.subcode == open_sub::UNSUPPORTED_VERSION {
                     self.event(Event::NotifMsgVerErr);
@@ -590,7 +616,7 @@ impl Session {
             }
             Ok(Message::RouteRefresh(rr)) => {
                 if self.fsm.state() == State::Established {
-                    self.pending = Some(Inbound::RouteRefresh {
+                    self.pending.push_back(Inbound::RouteRefresh {
                         peer: self.index,
                         afi: rr.afi,
                         safi: rr.safi,
@@ -637,7 +663,8 @@ impl Session {
         for e in &parsed.discarded {
             debug!(peer = %self.name(), "attribute discarded (RFC 7606): {e}");
         }
-        if let Some(f) = parsed.end_of_rib() {
+        let end_of_rib = parsed.end_of_rib();
+        if let Some(f) = end_of_rib {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
         for n in parsed.withdrawn_all() {
@@ -665,10 +692,16 @@ impl Session {
         if self.check_prefix_limits() {
             return;
         }
-        self.pending = Some(Inbound::Update {
-            peer: self.index,
-            message: msg,
-            params,
+        self.pending.push_back(match end_of_rib {
+            Some(family) => Inbound::EndOfRib {
+                peer: self.index,
+                family,
+            },
+            None => Inbound::Update {
+                peer: self.index,
+                message: msg,
+                params,
+            },
         });
     }
 
@@ -785,7 +818,7 @@ impl Session {
                     });
                     if let Some(negotiated) = n {
                         // Ordered before any UPDATE of this session.
-                        let _ = self.inbound.try_send(Inbound::Up {
+                        self.pending.push_back(Inbound::Up {
                             peer: self.index,
                             negotiated,
                         });
@@ -793,16 +826,31 @@ impl Session {
                 }
                 Action::ReleaseResources => {
                     let was_up = self.status.borrow().negotiated.is_some();
+                    let ending = std::mem::replace(&mut self.ending, Ending::Other);
+                    // RFC 4724 section 4.2 and RFC 8538 section 3: keep the routes of a
+                    // neighbor that may be restarting.
+                    let stale = self
+                        .negotiated
+                        .as_ref()
+                        .and_then(|n| n.graceful_restart.clone())
+                        .filter(|gr| match ending {
+                            Ending::Lost => true,
+                            Ending::Notified { hard_reset } => gr.notification && !hard_reset,
+                            Ending::Other => false,
+                        })
+                        .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
                     self.adj_rib_in = [HashSet::new(), HashSet::new()];
                     self.negotiated = None;
-                    self.pending = None;
                     self.status.send_modify(|st| {
                         st.negotiated = None;
                         st.prefixes = [0; 2];
                     });
                     if was_up {
-                        info!(peer = %self.name(), "session down");
-                        let _ = self.inbound.try_send(Inbound::Down { peer: self.index });
+                        info!(peer = %self.name(), graceful_restart = stale.is_some(), "session down");
+                        self.pending.push_back(Inbound::Down {
+                            peer: self.index,
+                            stale,
+                        });
                     }
                 }
             }
@@ -845,6 +893,7 @@ impl Session {
         };
         if due(&mut self.timers.hold) {
             warn!(peer = %self.name(), "hold timer expired");
+            self.ending = Ending::Lost;
             self.set_error("hold timer expired".into());
             self.event(Event::HoldTimerExpires);
         }
