@@ -114,6 +114,15 @@ pub fn set_ttl(
     Ok(())
 }
 
+/// Sets only the outgoing TTL (hop limit).
+pub fn set_ttl_value(fd: &impl AsRawFd, v6: bool, ttl: libc::c_int) -> io::Result<()> {
+    if v6 {
+        set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_UNICAST_HOPS, ttl)
+    } else {
+        set_int(fd, libc::IPPROTO_IP, libc::IP_TTL, ttl)
+    }
+}
+
 /// Options for one outgoing connection.
 pub struct ConnectOptions<'a> {
     pub local: Option<IpAddr>,

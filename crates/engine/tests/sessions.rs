@@ -552,3 +552,54 @@ async fn ipv6_transport() {
         );
     }
 }
+
+/// After a prefix-limit teardown with an idle timeout, the session accepts the neighbor again.
+#[tokio::test]
+async fn prefix_limit_idle_timeout_allows_reconnect() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 14]), 179, 65014);
+    cfg.prefix_limits = [Some((5, true, Some(1))), None];
+    let (s, _rx) = start(vec![cfg], listen).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 14]), listen).await;
+    p.establish(65014, 90).await;
+    p.send(&updates(6, 0x0d00_0000)).await;
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!(n.subcode, cease::MAXIMUM_PREFIXES_REACHED);
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 14]), listen).await;
+    p.establish(65014, 90).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.established_transitions == 2)
+            .await
+    );
+}
+
+/// GTSM (RFC 5082): with ttl-security on both ends the session comes up; an end that sends
+/// with an eBGP TTL of 1 is not heard by one that accepts only TTL 255.
+#[tokio::test]
+async fn gtsm() {
+    for (b_gtsm, expect_up) in [(Some(1), true), (None, false)] {
+        let (pa, pb) = (port(), port());
+        let a_addr = IpAddr::from([127, 0, 0, 61]);
+        let b_addr = IpAddr::from([127, 0, 0, 62]);
+        let mut a = settings(b_addr, pb, 65062);
+        a.local_as = 65061;
+        a.local_address = Some(a_addr);
+        a.ttl_security = Some(1);
+        a.multihop = false;
+        let mut b = settings(a_addr, pa, 65061);
+        b.local_as = 65062;
+        b.router_id = Ipv4Addr::new(10, 0, 0, 2);
+        b.passive = false;
+        b.local_address = Some(b_addr);
+        b.ttl_security = b_gtsm;
+        b.multihop = false;
+        let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
+        let (_sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
+        let up = sa.peers[0]
+            .wait_for(Duration::from_secs(6), |st| st.state == State::Established)
+            .await;
+        assert_eq!(up, expect_up, "peer GTSM {b_gtsm:?}");
+    }
+}

@@ -152,6 +152,13 @@ impl Sessions {
         for addr in listen {
             let l = socket::listen(*addr)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+            // GTSM: the SYN-ACK leaves with the listener's TTL, and a GTSM neighbor drops
+            // anything below 255 (RFC 5082 section 3).
+            if handles.iter().any(|h| {
+                h.settings.ttl_security.is_some() && h.settings.address.is_ipv4() == addr.is_ipv4()
+            }) {
+                socket::set_ttl_value(&l, addr.is_ipv6(), 255)?;
+            }
             // TCP MD5: the key of each neighbor goes on every listener of its family.
             for h in &handles {
                 if let Some(k) = &h.settings.authentication_key {
