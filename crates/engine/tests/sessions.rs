@@ -395,34 +395,56 @@ async fn keepalives_are_never_starved_by_a_flood() {
     assert_eq!(got, 1_000_000);
 }
 
+/// Two sets of ribshard sessions peering with each other: A (AS `asn`, 10.0.0.1) on
+/// `a_addr`, B (AS `asn + 1`, 10.0.0.2) on `b_addr`, both connecting out; `tweak` adjusts
+/// the settings before they start.
+async fn pair(
+    a_addr: IpAddr,
+    b_addr: IpAddr,
+    asn: u32,
+    tweak: impl FnOnce(&mut PeerSettings, &mut PeerSettings),
+) -> [(Sessions, mpsc::Receiver<Inbound>); 2] {
+    let (pa, pb) = (port(), port());
+    let mut a = settings(b_addr, pb, asn + 1);
+    a.local_as = asn;
+    a.passive = false;
+    a.local_address = a_addr.is_ipv4().then_some(a_addr);
+    let mut b = settings(a_addr, pa, asn);
+    b.local_as = asn + 1;
+    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
+    b.passive = false;
+    b.local_address = b_addr.is_ipv4().then_some(b_addr);
+    tweak(&mut a, &mut b);
+    [
+        start(vec![a], SocketAddr::new(a_addr, pa)).await,
+        start(vec![b], SocketAddr::new(b_addr, pb)).await,
+    ]
+}
+
+async fn up(s: &Sessions, secs: u64) -> bool {
+    s.peers[0]
+        .wait_for(Duration::from_secs(secs), |st| {
+            st.state == State::Established
+        })
+        .await
+}
+
 /// Two sets of ribshard sessions that both connect out: collision resolution leaves one
 /// Established session; an MD5 key on both sides is required and enough.
 #[tokio::test]
 async fn ribshard_to_ribshard_with_md5_and_collision() {
-    let (pa, pb) = (port(), port());
-    let a_addr = IpAddr::from([127, 0, 0, 21]);
-    let b_addr = IpAddr::from([127, 0, 0, 22]);
-    let mut a = settings(b_addr, pb, 65022);
-    a.local_as = 65021;
-    a.passive = false;
-    a.local_address = Some(a_addr);
-    a.authentication_key = Some("shared".into());
-    let mut b = settings(a_addr, pa, 65021);
-    b.local_as = 65022;
-    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
-    b.passive = false;
-    b.local_address = Some(b_addr);
-    b.authentication_key = Some("shared".into());
-    let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
-    let (sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
+    let [(sa, _ra), (sb, _rb)] = pair(
+        IpAddr::from([127, 0, 0, 21]),
+        IpAddr::from([127, 0, 0, 22]),
+        65021,
+        |a, b| {
+            a.authentication_key = Some("shared".into());
+            b.authentication_key = Some("shared".into());
+        },
+    )
+    .await;
     for s in [&sa, &sb] {
-        assert!(
-            s.peers[0]
-                .wait_for(Duration::from_secs(15), |st| st.state == State::Established)
-                .await,
-            "{:?}",
-            s.peers[0].status()
-        );
+        assert!(up(s, 15).await, "{:?}", s.peers[0].status());
     }
     // Stable: still one session after a few keepalives.
     tokio::time::sleep(Duration::from_secs(2)).await;
@@ -442,25 +464,18 @@ async fn ribshard_to_ribshard_with_md5_and_collision() {
 
 #[tokio::test]
 async fn md5_key_mismatch_gives_no_session() {
-    let (pa, pb) = (port(), port());
-    let a_addr = IpAddr::from([127, 0, 0, 31]);
-    let b_addr = IpAddr::from([127, 0, 0, 32]);
-    let mut a = settings(b_addr, pb, 65032);
-    a.local_as = 65031;
-    a.passive = false;
-    a.local_address = Some(a_addr);
-    a.authentication_key = Some("one".into());
-    let mut b = settings(a_addr, pa, 65031);
-    b.local_as = 65032;
-    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
-    b.local_address = Some(b_addr);
-    b.authentication_key = Some("two".into());
-    let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
-    let (_sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
+    let [(sa, _ra), (_sb, _rb)] = pair(
+        IpAddr::from([127, 0, 0, 31]),
+        IpAddr::from([127, 0, 0, 32]),
+        65031,
+        |a, b| {
+            a.authentication_key = Some("one".into());
+            b.authentication_key = Some("two".into());
+        },
+    )
+    .await;
     assert!(
-        !sa.peers[0]
-            .wait_for(Duration::from_secs(5), |st| st.state == State::Established)
-            .await,
+        !up(&sa, 5).await,
         "a session came up with different MD5 keys"
     );
 }
@@ -532,24 +547,10 @@ async fn graceful_restart_helper_keeps_routes_until_end_of_rib() {
 /// Sessions over IPv6 transport (both ends on ::1, told apart by port).
 #[tokio::test]
 async fn ipv6_transport() {
-    let (pa, pb) = (port(), port());
     let lo: IpAddr = "::1".parse().unwrap();
-    let mut a = settings(lo, pb, 65052);
-    a.local_as = 65051;
-    a.passive = false;
-    let mut b = settings(lo, pa, 65051);
-    b.local_as = 65052;
-    b.router_id = Ipv4Addr::new(10, 0, 0, 2);
-    let (sa, _ra) = start(vec![a], SocketAddr::new(lo, pa)).await;
-    let (sb, _rb) = start(vec![b], SocketAddr::new(lo, pb)).await;
+    let [(sa, _ra), (sb, _rb)] = pair(lo, lo, 65051, |_, _| {}).await;
     for s in [&sa, &sb] {
-        assert!(
-            s.peers[0]
-                .wait_for(Duration::from_secs(15), |st| st.state == State::Established)
-                .await,
-            "{:?}",
-            s.peers[0].status()
-        );
+        assert!(up(s, 15).await, "{:?}", s.peers[0].status());
     }
 }
 
@@ -580,26 +581,19 @@ async fn prefix_limit_idle_timeout_allows_reconnect() {
 #[tokio::test]
 async fn gtsm() {
     for (b_gtsm, expect_up) in [(Some(1), true), (None, false)] {
-        let (pa, pb) = (port(), port());
-        let a_addr = IpAddr::from([127, 0, 0, 61]);
-        let b_addr = IpAddr::from([127, 0, 0, 62]);
-        let mut a = settings(b_addr, pb, 65062);
-        a.local_as = 65061;
-        a.local_address = Some(a_addr);
-        a.ttl_security = Some(1);
-        a.multihop = false;
-        let mut b = settings(a_addr, pa, 65061);
-        b.local_as = 65062;
-        b.router_id = Ipv4Addr::new(10, 0, 0, 2);
-        b.passive = false;
-        b.local_address = Some(b_addr);
-        b.ttl_security = b_gtsm;
-        b.multihop = false;
-        let (sa, _ra) = start(vec![a], SocketAddr::new(a_addr, pa)).await;
-        let (_sb, _rb) = start(vec![b], SocketAddr::new(b_addr, pb)).await;
-        let up = sa.peers[0]
-            .wait_for(Duration::from_secs(6), |st| st.state == State::Established)
-            .await;
-        assert_eq!(up, expect_up, "peer GTSM {b_gtsm:?}");
+        let [(sa, _ra), (_sb, _rb)] = pair(
+            IpAddr::from([127, 0, 0, 61]),
+            IpAddr::from([127, 0, 0, 62]),
+            65061,
+            |a, b| {
+                a.passive = true;
+                a.ttl_security = Some(1);
+                a.multihop = false;
+                b.ttl_security = b_gtsm;
+                b.multihop = false;
+            },
+        )
+        .await;
+        assert_eq!(up(&sa, 6).await, expect_up, "peer GTSM {b_gtsm:?}");
     }
 }

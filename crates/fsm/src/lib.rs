@@ -421,6 +421,13 @@ impl Fsm {
                 a,
             ),
             Event::NotifMsgVerErr | Event::NotifMsg => self.fail(a, true),
+            // OpenConfirm and Established alike; OpenSent handles these itself.
+            Event::KeepaliveTimerExpires if self.state != State::OpenSent => {
+                a.push(Action::SendKeepalive);
+                a.push(Action::StartKeepaliveTimer(self.keepalive_time()));
+                self.state
+            }
+            Event::TcpConnectionFails if self.state != State::OpenSent => self.fail(a, true),
             _ => return None,
         })
     }
@@ -460,12 +467,6 @@ impl Fsm {
             return s;
         }
         match event {
-            Event::KeepaliveTimerExpires => {
-                a.push(Action::SendKeepalive);
-                a.push(Action::StartKeepaliveTimer(self.keepalive_time()));
-                State::OpenConfirm
-            }
-            Event::TcpConnectionFails => self.fail(a, true),
             Event::KeepAliveMsg => {
                 if self.hold_time > 0 {
                     a.push(Action::StartHoldTimer(self.hold_time));
@@ -489,12 +490,6 @@ impl Fsm {
             return s;
         }
         match event {
-            Event::KeepaliveTimerExpires => {
-                a.push(Action::SendKeepalive);
-                a.push(Action::StartKeepaliveTimer(self.keepalive_time()));
-                State::Established
-            }
-            Event::TcpConnectionFails => self.fail(a, true),
             Event::KeepAliveMsg | Event::UpdateMsg => {
                 if self.hold_time > 0 {
                     a.push(Action::StartHoldTimer(self.hold_time));
