@@ -1,0 +1,125 @@
+//! The BGP decision process (RFC 4271 section 9.1.2.2, with the steps operators expect).
+//!
+//! Steps, in order: highest LOCAL_PREF; shortest AS_PATH (an AS_SET counts one,
+//! confederation segments zero); lowest ORIGIN; lowest MED among paths from the same
+//! neighbor AS (all paths with `always_compare_med`); eBGP over iBGP; lowest IGP cost to the
+//! next hop; lowest router id (ORIGINATOR_ID when reflected, RFC 4456 section 9) — for
+//! external paths only with `external_router_id`, else the older path stays; shortest
+//! CLUSTER_LIST; lowest peer address.
+//!
+//! MED compared only within a neighbor AS cannot be a pairwise total order: with paths
+//! x (AS1, MED 5, id 3), y (AS2, id 2), z (AS1, MED 10, id 1) the steps give x < z, z < y and
+//! y < x. So selection is done as Junos and "deterministic MED" do: paths are grouped by
+//! neighbor AS, each group's best is found with MED, and the group winners are compared
+//! without MED. Both orders used are strict total orders ([`compare`] with and without the
+//! MED step), and the result does not depend on the order in which paths arrived.
+
+use std::cmp::Ordering;
+
+/// What the decision process reads of a path: a few words, computed once when an
+/// attribute set is interned and a path is received.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Candidate {
+    /// LOCAL_PREF, after import policy (100 when absent).
+    pub local_pref: u32,
+    pub as_path_len: u32,
+    /// ORIGIN as 0 (IGP), 1 (EGP), 2 (INCOMPLETE).
+    pub origin: u8,
+    /// MULTI_EXIT_DISC; absent counts as 0, the best (RFC 4271 section 9.1.2.2 c).
+    pub med: u32,
+    /// First AS of the AS_PATH; our own AS for a path with an empty one.
+    pub neighbor_as: u32,
+    pub ebgp: bool,
+    /// IGP cost to the next hop, 0 when unknown.
+    pub igp_cost: u32,
+    /// ORIGINATOR_ID if present, else the BGP Identifier of the peer.
+    pub router_id: u32,
+    pub cluster_list_len: u32,
+    /// The peer's address, IPv4 ones mapped into IPv6 so all compare.
+    pub peer_address: u128,
+    /// When the path arrived, in a sequence the shard keeps: lower is older.
+    pub arrival: u64,
+}
+
+/// Decision options (Junos `path-selection`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Options {
+    /// Compare MED between paths from different neighbor ASes.
+    pub always_compare_med: bool,
+    /// Compare router ids of external paths instead of keeping the older one. On by
+    /// default (unlike Junos): arrival order differs with thread settings, and results must
+    /// not.
+    pub external_router_id: bool,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            always_compare_med: false,
+            external_router_id: true,
+        }
+    }
+}
+
+/// Compares two paths; `Less` means `a` is preferred. `with_med` includes the MED step
+/// (callers pass it only for paths of one neighbor AS, or with `always_compare_med`).
+/// A strict total order for a fixed `with_med`: every step is a key comparison, and the
+/// last ones (peer address, then arrival) tell any two distinct paths apart.
+pub fn compare(a: &Candidate, b: &Candidate, with_med: bool, o: &Options) -> Ordering {
+    b.local_pref
+        .cmp(&a.local_pref)
+        .then(a.as_path_len.cmp(&b.as_path_len))
+        .then(a.origin.cmp(&b.origin))
+        .then(if with_med {
+            a.med.cmp(&b.med)
+        } else {
+            Ordering::Equal
+        })
+        .then(b.ebgp.cmp(&a.ebgp))
+        .then(a.igp_cost.cmp(&b.igp_cost))
+        .then_with(|| {
+            if a.ebgp && b.ebgp && !o.external_router_id {
+                // Junos default: the older external path stays (RFC 4271 allows it).
+                a.arrival.cmp(&b.arrival)
+            } else {
+                a.router_id.cmp(&b.router_id)
+            }
+        })
+        .then(a.cluster_list_len.cmp(&b.cluster_list_len))
+        .then(a.peer_address.cmp(&b.peer_address))
+        .then(a.arrival.cmp(&b.arrival))
+}
+
+/// The index of the best of `paths`, or `None` if there are none.
+pub fn best_path(paths: &[Candidate], o: &Options) -> Option<usize> {
+    if o.always_compare_med {
+        return (0..paths.len()).min_by(|&i, &j| cmp_at(paths, i, j, true, o));
+    }
+    // Deterministic MED: the best of each neighbor AS, then the best of those without MED.
+    // Paths per prefix are few (one per peer), so the quadratic grouping is the cheap way.
+    let mut winners: Vec<usize> = Vec::new();
+    for i in 0..paths.len() {
+        let asn = paths.get(i)?.neighbor_as;
+        match winners
+            .iter_mut()
+            .find(|w| paths.get(**w).is_some_and(|p| p.neighbor_as == asn))
+        {
+            Some(w) => {
+                if cmp_at(paths, i, *w, true, o) == Ordering::Less {
+                    *w = i;
+                }
+            }
+            None => winners.push(i),
+        }
+    }
+    winners
+        .into_iter()
+        .min_by(|&i, &j| cmp_at(paths, i, j, false, o))
+}
+
+fn cmp_at(paths: &[Candidate], i: usize, j: usize, with_med: bool, o: &Options) -> Ordering {
+    match (paths.get(i), paths.get(j)) {
+        (Some(a), Some(b)) => compare(a, b, with_med, o),
+        _ => Ordering::Equal,
+    }
+}

@@ -1,0 +1,12 @@
+//! # ribshard-rib: one RIB shard
+//!
+//! Owns what a shard knows of its prefixes: every received path (Adj-RIB-In), the best path
+//! (Loc-RIB), and the BGP decision process that picks it. Today: the decision process
+//! ([`decision`]); the shard tables and change journals follow (issue 4).
+//!
+//! It must never take a lock, do I/O, or look at a prefix of another shard: a shard is
+//! touched by one thread only.
+
+pub mod decision;
+
+pub use decision::{best_path, compare, Candidate, Options};

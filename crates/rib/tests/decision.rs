@@ -1,0 +1,195 @@
+//! The decision process: strict total orders, independence of arrival order, and the RFC
+//! 4271 steps one by one.
+
+use proptest::prelude::*;
+use ribshard_rib::{best_path, compare, Candidate, Options};
+use std::cmp::Ordering;
+
+fn base() -> Candidate {
+    Candidate {
+        local_pref: 100,
+        as_path_len: 3,
+        origin: 0,
+        med: 0,
+        neighbor_as: 65001,
+        ebgp: true,
+        igp_cost: 0,
+        router_id: 10,
+        cluster_list_len: 0,
+        peer_address: 1,
+        arrival: 0,
+    }
+}
+
+/// Small value ranges so that ties, and so every step, are exercised.
+fn candidate() -> impl Strategy<Value = Candidate> {
+    (
+        (0u32..3, 0u32..4, 0u8..3, 0u32..3, 1u32..4),
+        (any::<bool>(), 0u32..3, 0u32..4, 0u32..3, 0u128..4, 0u64..4),
+    )
+        .prop_map(
+            |((lp, len, origin, med, nas), (ebgp, igp, rid, cl, addr, arrival))| Candidate {
+                local_pref: lp * 50,
+                as_path_len: len,
+                origin,
+                med,
+                neighbor_as: nas,
+                ebgp,
+                igp_cost: igp,
+                router_id: rid,
+                cluster_list_len: cl,
+                peer_address: addr,
+                arrival,
+            },
+        )
+}
+
+fn options() -> impl Strategy<Value = Options> {
+    (any::<bool>(), any::<bool>()).prop_map(|(a, e)| Options {
+        always_compare_med: a,
+        external_router_id: e,
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Antisymmetric, transitive, and total: equal only for identical keys.
+    #[test]
+    fn compare_is_a_strict_total_order(
+        a in candidate(), b in candidate(), c in candidate(), with_med in any::<bool>(), o in options()
+    ) {
+        let ab = compare(&a, &b, with_med, &o);
+        prop_assert_eq!(ab, compare(&b, &a, with_med, &o).reverse());
+        if ab == Ordering::Equal {
+            // Only paths that agree on every compared key tie.
+            prop_assert_eq!((a.peer_address, a.arrival), (b.peer_address, b.arrival));
+        }
+        let bc = compare(&b, &c, with_med, &o);
+        if ab == Ordering::Less && bc == Ordering::Less {
+            prop_assert_eq!(compare(&a, &c, with_med, &o), Ordering::Less);
+        }
+        if ab != Ordering::Greater && bc != Ordering::Greater {
+            prop_assert_ne!(compare(&a, &c, with_med, &o), Ordering::Greater);
+        }
+    }
+
+    /// The best path does not depend on the order paths arrived in.
+    #[test]
+    fn best_path_ignores_order(
+        mut paths in prop::collection::vec(candidate(), 1..12), o in options(), seed in any::<u64>()
+    ) {
+        // Distinct peers, as in a real table: one path per peer and path id.
+        for (i, p) in paths.iter_mut().enumerate() {
+            p.peer_address = i as u128;
+        }
+        let best = paths[best_path(&paths, &o).unwrap()];
+        let mut shuffled = paths.clone();
+        let mut x = seed | 1;
+        for i in (1..shuffled.len()).rev() {
+            x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+            shuffled.swap(i, (x % (i as u64 + 1)) as usize);
+        }
+        prop_assert_eq!(shuffled[best_path(&shuffled, &o).unwrap()], best);
+    }
+
+    /// The winner is never beaten by a path of its own neighbor AS, MED included, nor by
+    /// any path without MED.
+    #[test]
+    fn best_path_is_unbeaten(paths in prop::collection::vec(candidate(), 1..12), o in options()) {
+        let mut paths = paths;
+        for (i, p) in paths.iter_mut().enumerate() {
+            p.peer_address = i as u128;
+        }
+        let w = paths[best_path(&paths, &o).unwrap()];
+        for p in &paths {
+            let same_as = p.neighbor_as == w.neighbor_as;
+            let with_med = same_as || o.always_compare_med;
+            if !with_med {
+                // Across ASes the group winner of p's AS stands in for it.
+                continue;
+            }
+            prop_assert_ne!(compare(p, &w, true, &o), Ordering::Less);
+        }
+    }
+}
+
+#[test]
+fn steps_in_rfc_order() {
+    let o = Options::default();
+    let better = |f: &dyn Fn(&mut Candidate), g: &dyn Fn(&mut Candidate)| {
+        let (mut a, mut b) = (base(), base());
+        b.peer_address = 2;
+        f(&mut a);
+        g(&mut b);
+        // a wins although b has every later step in its favour.
+        b.router_id = 0;
+        b.peer_address = 0;
+        compare(&a, &b, true, &o) == Ordering::Less
+    };
+    assert!(better(&|a| a.local_pref = 200, &|b| b.as_path_len = 1));
+    assert!(better(&|a| a.as_path_len = 2, &|b| b.origin = 0));
+    assert!(better(&|a| a.origin = 0, &|b| {
+        b.origin = 1;
+        b.med = 0
+    }));
+    assert!(better(&|a| a.med = 1, &|b| {
+        b.med = 2;
+        b.ebgp = true
+    }));
+    assert!(better(&|a| a.ebgp = true, &|b| {
+        b.ebgp = false;
+        b.igp_cost = 0
+    }));
+    assert!(better(&|a| a.igp_cost = 1, &|b| b.igp_cost = 2));
+}
+
+/// The cycle of the module documentation resolves the same way whatever the order.
+#[test]
+fn deterministic_med_resolves_the_classic_cycle() {
+    let o = Options::default();
+    let mut x = base();
+    x.neighbor_as = 1;
+    x.med = 5;
+    x.router_id = 3;
+    x.peer_address = 1;
+    let mut y = base();
+    y.neighbor_as = 2;
+    y.router_id = 2;
+    y.peer_address = 2;
+    let mut z = base();
+    z.neighbor_as = 1;
+    z.med = 10;
+    z.router_id = 1;
+    z.peer_address = 3;
+    // AS1's best is x (MED 5); x against y without MED: y's router id 2 wins.
+    for order in [[x, y, z], [z, y, x], [y, z, x], [x, z, y]] {
+        assert_eq!(order[best_path(&order, &o).unwrap()], y);
+    }
+    // With always-compare-med MED decides across ASes too: y's MED 0 is the lowest.
+    let always = Options {
+        always_compare_med: true,
+        ..o
+    };
+    assert_eq!([x, y, z][best_path(&[x, y, z], &always).unwrap()], y);
+}
+
+#[test]
+fn older_external_path_stays_without_external_router_id() {
+    let o = Options {
+        external_router_id: false,
+        ..Options::default()
+    };
+    let mut old = base();
+    old.router_id = 9;
+    old.arrival = 1;
+    let mut new = base();
+    new.router_id = 1;
+    new.arrival = 2;
+    new.peer_address = 0;
+    assert_eq!(compare(&old, &new, true, &o), Ordering::Less);
+    assert_eq!(
+        compare(&old, &new, true, &Options::default()),
+        Ordering::Greater
+    );
+}
