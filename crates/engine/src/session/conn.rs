@@ -53,7 +53,12 @@ pub(crate) struct Conn {
     /// We initiated this connection (collision resolution needs to know, RFC 4271 6.8).
     pub(crate) outgoing: bool,
     pub(crate) write_queue_blocks: u64,
+    writer: tokio::task::JoinHandle<()>,
 }
+
+/// How long a closed connection may take to write what was queued (a final NOTIFICATION)
+/// before the socket is dropped anyway: a neighbor that does not read must not keep it open.
+const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Conn {
     pub(crate) fn new(stream: TcpStream, outgoing: bool) -> Conn {
@@ -66,7 +71,7 @@ impl Conn {
             last_write_ms: AtomicU64::new(0),
         });
         let p = progress.clone();
-        tokio::spawn(async move {
+        let writer = tokio::spawn(async move {
             while let Some(b) = rx.recv().await {
                 if write.write_all(&b).await.is_err() {
                     return;
@@ -86,6 +91,7 @@ impl Conn {
             progress,
             outgoing,
             write_queue_blocks: 0,
+            writer,
         }
     }
 
@@ -111,9 +117,14 @@ impl Conn {
         }
     }
 
-    /// Closes after everything queued is written.
-    pub(crate) fn close(mut self) {
-        self.write = None;
+    /// Closes after everything queued is written, or after [`CLOSE_GRACE`].
+    pub(crate) fn close(self) {
+        let Conn { write, writer, .. } = self;
+        drop(write);
+        tokio::spawn(async move {
+            tokio::time::sleep(CLOSE_GRACE).await;
+            writer.abort();
+        });
     }
 
     /// The next whole message (header included). Cancel-safe: partial data stays buffered.
