@@ -36,8 +36,8 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
             .prefix_limits
             .map(|l| l.map(|l| (l.maximum, l.teardown, l.idle_timeout))),
         role: p.role,
-        add_path_receive: false,
-        add_path_send: false,
+        add_path_receive: p.add_path_receive,
+        add_path_send: p.add_path_send,
         description: p
             .description
             .clone()
@@ -119,7 +119,11 @@ fn consume(
             }
         }
         Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => {}
-        Inbound::Update { peer, message, .. } => {
+        Inbound::Update {
+            peer,
+            message,
+            params,
+        } => {
             let (Some(d), Some(p)) = (dump, peers.get(peer)) else {
                 return;
             };
@@ -131,9 +135,18 @@ fn consume(
                 IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
                 IpAddr::V6(_) => IpAddr::from([0u16; 8]),
             });
-            if let Err(e) =
-                d.write_bgp4mp_message(now, p.peer_as, config.local_as, p.address, local, &message)
-            {
+            // RFC 8050: messages with path identifiers get the ADDPATH subtype (it marks a
+            // whole message, so a session with Add-Path in one family only is marked too).
+            let add_path = params.add_path.iter().any(|&a| a);
+            if let Err(e) = d.write_bgp4mp_message(
+                now,
+                p.peer_as,
+                config.local_as,
+                p.address,
+                local,
+                add_path,
+                &message,
+            ) {
                 warn!("cannot write the update dump: {e}");
             }
         }

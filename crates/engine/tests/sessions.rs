@@ -597,3 +597,72 @@ async fn gtsm() {
         assert_eq!(up(&sa, 6).await, expect_up, "peer GTSM {b_gtsm:?}");
     }
 }
+
+/// Add-Path (RFC 7911): when both sides agree, NLRI carry path identifiers and two paths of
+/// one prefix are two entries of the Adj-RIB-In.
+#[tokio::test]
+async fn add_path_receive() {
+    use ribshard_wire::open::AddPathFamily;
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 15]), 179, 65015);
+    cfg.add_path_receive = true;
+    let (s, mut rx) = start(vec![cfg], listen).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 15]), listen).await;
+    let send = Capability::AddPath(vec![AddPathFamily {
+        afi: 1,
+        safi: 1,
+        send_receive: 2,
+    }]);
+    p.establish_with(65015, 90, vec![send]).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state == State::Established)
+            .await
+    );
+    let n = s.peers[0].status().negotiated.unwrap();
+    assert_eq!(
+        (n.add_path_receive, n.add_path_send),
+        ([true, false], [false, false])
+    );
+    let params = SessionParams {
+        four_octet_as: true,
+        add_path: [true, false],
+        ..SessionParams::default()
+    };
+    let b = UpdateBuilder::new(params);
+    let attrs = b.encode_attributes(&PathAttributes::canonical([
+        AttrValue::Origin(Origin::Igp),
+        AttrValue::AsPath(AsPath::sequence([65015])),
+        AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 15)),
+    ]));
+    let prefix = Prefix::V4 {
+        addr: 0xcb00_7100,
+        len: 24,
+    };
+    let nlri = [
+        Nlri {
+            path_id: Some(1),
+            prefix,
+        },
+        Nlri {
+            path_id: Some(2),
+            prefix,
+        },
+    ];
+    let mut out = Vec::new();
+    b.announce(&attrs, Family::Ipv4Unicast, &[], &nlri, &mut out)
+        .unwrap();
+    p.send(&out).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.prefixes[0] == 2)
+            .await
+    );
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        if let Inbound::Update { params, .. } = m {
+            assert_eq!(params.add_path, [true, false]);
+            return;
+        }
+    }
+    panic!("no UPDATE delivered");
+}

@@ -118,7 +118,9 @@ impl<W: Write> MrtWriter<W> {
         self.flush_body(timestamp, types::TABLE_DUMP_V2, subtype)
     }
 
-    /// A received BGP message as BGP4MP MESSAGE_AS4 (RFC 6396 section 4.4.3).
+    /// A received BGP message as BGP4MP MESSAGE_AS4 (RFC 6396 section 4.4.3), or
+    /// MESSAGE_AS4_ADDPATH when its NLRI carry path identifiers (RFC 8050 section 3).
+    #[allow(clippy::too_many_arguments)]
     pub fn write_bgp4mp_message(
         &mut self,
         timestamp: u32,
@@ -126,6 +128,7 @@ impl<W: Write> MrtWriter<W> {
         local_as: u32,
         peer: IpAddr,
         local: IpAddr,
+        add_path: bool,
         message: &[u8],
     ) -> io::Result<()> {
         self.body.clear();
@@ -137,7 +140,12 @@ impl<W: Write> MrtWriter<W> {
         push_ip(&mut self.body, &peer);
         push_ip(&mut self.body, &local);
         self.body.extend_from_slice(message);
-        self.flush_body(timestamp, types::BGP4MP, b::MESSAGE_AS4)
+        let subtype = if add_path {
+            b::MESSAGE_AS4_ADDPATH
+        } else {
+            b::MESSAGE_AS4
+        };
+        self.flush_body(timestamp, types::BGP4MP, subtype)
     }
 
     pub fn flush(&mut self) -> io::Result<()> {

@@ -58,6 +58,10 @@ pub struct Peer {
     pub next_hop_self: bool,
     /// RFC 9234 role code.
     pub role: Option<u8>,
+    /// Add-Path (RFC 7911): accept several paths per prefix from the neighbor.
+    pub add_path_receive: bool,
+    /// Add-Path: offer to send several paths per prefix.
+    pub add_path_send: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -170,6 +174,16 @@ macro_rules! check_common {
                     format!("{at}.family[{i}]"),
                     format!("\"{f}\""),
                     "is not a family (\"inet-unicast\", \"inet6-unicast\")",
+                );
+            }
+        }
+        for (i, a) in s.add_path.iter().flatten().enumerate() {
+            if a != "receive" && a != "send" {
+                invalid(
+                    $errs,
+                    format!("{at}.add-path[{i}]"),
+                    format!("\"{a}\""),
+                    "is not \"receive\" or \"send\"",
                 );
             }
         }
@@ -450,6 +464,8 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 route_server_client: rs_client,
                 next_hop_self: pick!(next_hop_self).unwrap_or(false),
                 role: pick!(role).and_then(|r| role(&r)),
+                add_path_receive: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "receive")),
+                add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send")),
             });
         }
     }

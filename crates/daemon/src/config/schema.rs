@@ -50,6 +50,8 @@ macro_rules! with_peer_settings {
             pub next_hop_self: Option<bool>,
             /// BGP role (RFC 9234): provider, customer, peer, rs, rs-client.
             pub role: Option<String>,
+            /// Add-Path (RFC 7911) in the negotiated families: "receive" and/or "send".
+            pub add_path: Option<Vec<String>>,
         }
     };
 }

@@ -182,6 +182,8 @@ fn missing_and_semantic_errors() {
     assert_eq!(keys, ["bgp.local-as", "bgp.router-id"]);
     let e = errors(HEAD);
     assert_eq!(e[0].2, ErrorKind::NoNeighbors);
+    let e = errors(&format!("{HEAD}add-path = [\"recieve\"]\n"));
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(4), "bgp.add-path[0]"));
     let e = errors(&format!("{HEAD}local-as = 23456\n"));
     assert!(
         matches!(&e[0].2, ErrorKind::Parse(m) if m.contains("duplicate key")),
