@@ -1,0 +1,218 @@
+//! The shard table: best paths, coalesced change journals, chunked peer-down walks, checked
+//! against a straightforward model on random sequences of events.
+
+use proptest::prelude::*;
+use ribshard_rib::{best_path, Candidate, Options, PeerInfo, RouteAttrs, Shard};
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::{Nlri, Origin, Prefix};
+use std::collections::BTreeMap;
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+fn attrs(path: &[u32], lp: Option<u32>, med: Option<u32>) -> Arc<RouteAttrs> {
+    let mut v = vec![
+        AttrValue::Origin(Origin::Igp),
+        AttrValue::AsPath(AsPath::sequence(path.iter().copied())),
+        AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 1)),
+    ];
+    v.extend(lp.map(AttrValue::LocalPref));
+    v.extend(med.map(AttrValue::Med));
+    Arc::new(RouteAttrs::new(PathAttributes::canonical(v)))
+}
+
+fn peer(i: u32, ebgp: bool) -> PeerInfo {
+    PeerInfo {
+        ebgp,
+        router_id: 100 + i,
+        address: u128::from(i),
+        local_as: 65000,
+        import_accept: true,
+    }
+}
+
+fn p(i: u32) -> Prefix {
+    Prefix::V4 {
+        addr: 0x0a00_0000 + (i << 8),
+        len: 24,
+    }
+}
+
+#[test]
+fn best_path_and_coalesced_changes() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    s.set_peer(1, peer(1, true));
+    let long = attrs(&[65001, 1, 2, 3], None, None);
+    let short = attrs(&[65002, 3], None, None);
+    s.announce(0, &long, [Nlri::new(p(1))]);
+    // Five changes before the shard decides: one decision, one change.
+    for _ in 0..5 {
+        s.announce(1, &short, [Nlri::new(p(1))]);
+        s.withdraw(1, [Nlri::new(p(1))]);
+    }
+    s.announce(1, &short, [Nlri::new(p(1))]);
+    let c = s.drain_changes();
+    assert_eq!(c.len(), 1);
+    assert_eq!(c[0].best.as_ref().unwrap().peer, 1);
+    // Nothing new: nothing to report.
+    s.announce(1, &short, [Nlri::new(p(1))]);
+    assert!(s.drain_changes().is_empty());
+    // The best path goes: the other takes over; then the prefix is gone.
+    s.withdraw(1, [Nlri::new(p(1))]);
+    assert_eq!(s.drain_changes()[0].best.as_ref().unwrap().peer, 0);
+    s.withdraw(0, [Nlri::new(p(1))]);
+    let c = s.drain_changes();
+    assert!(c[0].best.is_none());
+    assert_eq!(s.prefixes(), 0);
+}
+
+#[test]
+fn import_policy_reject_hides_paths() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(
+        0,
+        PeerInfo {
+            import_accept: false,
+            ..peer(0, true)
+        },
+    );
+    s.announce(0, &attrs(&[65001], None, None), [Nlri::new(p(1))]);
+    assert!(s.drain_changes().is_empty());
+    assert_eq!(
+        s.paths(),
+        1,
+        "kept in the Adj-RIB-In for soft reconfiguration"
+    );
+}
+
+#[test]
+fn peer_down_in_chunks() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    s.set_peer(1, peer(1, true));
+    let a = attrs(&[65001], None, None);
+    let b = attrs(&[65002, 9], None, None);
+    s.announce(0, &a, (0..1000).map(|i| Nlri::new(p(i))));
+    s.announce(1, &b, (0..500).map(|i| Nlri::new(p(i))));
+    s.drain_changes();
+    let mut walk = s.peer_down(0);
+    let mut steps = 0;
+    while !s.peer_down_step(&mut walk, 100) {
+        steps += 1;
+    }
+    assert_eq!(steps, 9);
+    let c = s.drain_changes();
+    assert_eq!(c.len(), 1000);
+    assert_eq!(c.iter().filter(|c| c.best.is_some()).count(), 500);
+    assert_eq!(s.prefixes(), 500);
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Announce {
+        peer: u32,
+        prefix: u32,
+        path_id: u32,
+        attrs: usize,
+    },
+    Withdraw {
+        peer: u32,
+        prefix: u32,
+        path_id: u32,
+    },
+    PeerDown {
+        peer: u32,
+    },
+    Drain,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        6 => (0u32..4, 0u32..6, 0u32..2, 0usize..5).prop_map(|(peer, prefix, path_id, attrs)| Op::Announce { peer, prefix, path_id, attrs }),
+        3 => (0u32..4, 0u32..6, 0u32..2).prop_map(|(peer, prefix, path_id)| Op::Withdraw { peer, prefix, path_id }),
+        1 => (0u32..4).prop_map(|peer| Op::PeerDown { peer }),
+        2 => Just(Op::Drain),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// After any sequence, the shard's best paths and the Loc-RIB rebuilt from its change
+    /// journal both equal a straightforward computation over the surviving paths.
+    #[test]
+    fn matches_a_straightforward_model(ops in prop::collection::vec(op(), 1..80)) {
+        let pool = [
+            attrs(&[65001, 1], None, None),
+            attrs(&[65002, 2, 3], Some(200), None),
+            attrs(&[65001, 4], None, Some(10)),
+            attrs(&[65003], None, Some(5)),
+            attrs(&[], Some(100), None),
+        ];
+        let peers: Vec<PeerInfo> = (0..4).map(|i| peer(i, i != 3)).collect();
+        let mut s = Shard::new(Options::default());
+        for (i, pi) in peers.iter().enumerate() {
+            s.set_peer(i as u32, *pi);
+        }
+        // Model: prefix -> (peer, path id) -> (attrs index, arrival).
+        let mut model: BTreeMap<u32, BTreeMap<(u32, u32), (usize, u64)>> = BTreeMap::new();
+        let mut loc_rib: BTreeMap<Prefix, (u32, u32)> = BTreeMap::new();
+        let mut arrival = 0u64;
+        let mut apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>| {
+            for c in s.drain_changes() {
+                match c.best {
+                    Some(b) => { loc_rib.insert(c.prefix, (b.peer, b.path_id)); }
+                    None => { loc_rib.remove(&c.prefix); }
+                }
+            }
+        };
+        for o in &ops {
+            match *o {
+                Op::Announce { peer, prefix, path_id, attrs } => {
+                    arrival += 1;
+                    let e = model.entry(prefix).or_default();
+                    match e.get(&(peer, path_id)) {
+                        Some((a, _)) if *a == attrs => {}
+                        _ => { e.insert((peer, path_id), (attrs, arrival)); }
+                    }
+                    s.announce(peer, &pool[attrs], [Nlri { path_id: Some(path_id), prefix: p(prefix) }]);
+                }
+                Op::Withdraw { peer, prefix, path_id } => {
+                    if let Some(e) = model.get_mut(&prefix) { e.remove(&(peer, path_id)); }
+                    s.withdraw(peer, [Nlri { path_id: Some(path_id), prefix: p(prefix) }]);
+                }
+                Op::PeerDown { peer } => {
+                    for e in model.values_mut() { e.retain(|(pe, _), _| *pe != peer); }
+                    let mut w = s.peer_down(peer);
+                    while !s.peer_down_step(&mut w, 2) {}
+                }
+                Op::Drain => apply(&mut s, &mut loc_rib),
+            }
+        }
+        apply(&mut s, &mut loc_rib);
+        for prefix in 0..6u32 {
+            let paths: Vec<((u32, u32), (usize, u64))> = model.get(&prefix).map(|m| m.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default();
+            let cands: Vec<Candidate> = paths.iter().map(|((pe, _), (a, arr))| {
+                let ra = &pool[*a];
+                let info = peers[*pe as usize];
+                Candidate {
+                    local_pref: ra.local_pref,
+                    as_path_len: ra.as_path_len,
+                    origin: ra.origin,
+                    med: ra.med,
+                    neighbor_as: ra.neighbor_as.unwrap_or(info.local_as),
+                    ebgp: info.ebgp,
+                    igp_cost: 0,
+                    router_id: info.router_id,
+                    cluster_list_len: 0,
+                    peer_address: info.address,
+                    arrival: *arr,
+                }
+            }).collect();
+            let want = best_path(&cands, &Options::default()).map(|i| paths[i].0);
+            let got = s.best(&p(prefix)).map(|b| (b.peer, b.path_id));
+            prop_assert_eq!(got, want, "prefix {}", prefix);
+            prop_assert_eq!(loc_rib.get(&p(prefix)).copied(), want, "journal, prefix {}", prefix);
+        }
+    }
+}
