@@ -107,6 +107,9 @@ fn peer_down_in_chunks() {
     assert_eq!(s.prefixes(), 500);
 }
 
+/// The model of one prefix: (peer, path id) -> (attribute set index, arrival).
+type Model = BTreeMap<(u32, u32), (usize, u64)>;
+
 #[derive(Clone, Debug)]
 enum Op {
     Announce {
@@ -154,11 +157,10 @@ proptest! {
         for (i, pi) in peers.iter().enumerate() {
             s.set_peer(i as u32, *pi);
         }
-        // Model: prefix -> (peer, path id) -> (attrs index, arrival).
-        let mut model: BTreeMap<u32, BTreeMap<(u32, u32), (usize, u64)>> = BTreeMap::new();
+        let mut model: BTreeMap<u32, Model> = BTreeMap::new();
         let mut loc_rib: BTreeMap<Prefix, (u32, u32)> = BTreeMap::new();
         let mut arrival = 0u64;
-        let mut apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>| {
+        let apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>| {
             for c in s.drain_changes() {
                 match c.best {
                     Some(b) => { loc_rib.insert(c.prefix, (b.peer, b.path_id)); }
