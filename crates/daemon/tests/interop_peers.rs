@@ -149,6 +149,22 @@ fn gobgp_routes(passive_ribshard: bool, port_r: u16, port_g: u16, name: &str) {
     assert_eq!(ann[&want[0]].large_communities(), &[[65042, 7, 8]]);
     g.cli(&["global", "rib", "del", "-a", "ipv4", "203.0.113.0/24"]);
     assert!(wait(20, || read_dump(&dump).1.contains(&want[0])));
+    // An administrative shutdown with an RFC 9003 message reaches ribshard.
+    g.cli(&[
+        "neighbor",
+        "127.0.0.40",
+        "shutdown",
+        "--reason",
+        "planned maintenance",
+    ]);
+    let log = dir.join("ribshard.log");
+    assert!(
+        wait(20, || std::fs::read_to_string(&log)
+            .unwrap_or_default()
+            .contains("Administrative Shutdown: \"planned maintenance\"")),
+        "{}",
+        std::fs::read_to_string(&log).unwrap_or_default()
+    );
 }
 
 #[test]
@@ -161,7 +177,7 @@ fn ribshard_connects_to_gobgp_and_receives_routes() {
     gobgp_routes(false, 27943, 27944, "gobgp-active");
 }
 
-// ---- FRR bgpd (without zebra) ----
+// ---- FRR bgpd (without zebra), with TCP MD5 ----
 
 fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
     if !Path::new("/usr/lib/frr/bgpd").exists() {
@@ -171,7 +187,15 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
     let dir = tempdir(name);
     let (_rs, dump) = ribshard(
         &dir,
-        &ribshard_config(port_r, "127.0.0.43", 65043, port_f, "", passive_ribshard),
+        // With TCP MD5 (RFC 2385) on both sides.
+        &ribshard_config(
+            port_r,
+            "127.0.0.43",
+            65043,
+            port_f,
+            "authentication-key = \"frr-key\"",
+            passive_ribshard,
+        ),
     );
     let conf = dir.join("bgpd.conf");
     std::fs::write(
@@ -181,7 +205,7 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
              no bgp ebgp-requires-policy\n no bgp network import-check\n\
              neighbor 127.0.0.40 remote-as 65040\n neighbor 127.0.0.40 port {port_r}\n\
              neighbor 127.0.0.40 update-source 127.0.0.43\n neighbor 127.0.0.40 disable-connected-check\n\
-             neighbor 127.0.0.40 timers connect 2\n{}\
+             neighbor 127.0.0.40 timers connect 2\n neighbor 127.0.0.40 password frr-key\n{}\
              !\n address-family ipv4 unicast\n  network 203.0.113.0/24 route-map SET\n exit-address-family\n!\n\
              route-map SET permit 10\n set community 65043:100\n set large-community 65043:7:8\n set metric 50\n!\n",
             if passive_ribshard { "" } else { " neighbor 127.0.0.40 passive\n" }
