@@ -142,9 +142,7 @@ fn gobgp_routes(passive_ribshard: bool, port_r: u16, port_g: u16, name: &str) {
     let (ann, _) = read_dump(&dump);
     for p in &want {
         let a = &ann[p];
-        assert_eq!(asns(a), [65042], "{p}");
-        assert_eq!(a.med(), Some(50), "{p}");
-        assert!(a.communities().contains(&((65042 << 16) | 100)), "{p}");
+        assert_tagged(a, 65042, &p.to_string());
     }
     assert_eq!(ann[&want[0]].large_communities(), &[[65042, 7, 8]]);
     g.cli(&["global", "rib", "del", "-a", "ipv4", "203.0.113.0/24"]);
@@ -249,9 +247,7 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
     );
     let (ann, _) = read_dump(&dump);
     let a = &ann[&want];
-    assert_eq!(asns(a), [65043]);
-    assert_eq!(a.med(), Some(50));
-    assert!(a.communities().contains(&((65043 << 16) | 100)));
+    assert_tagged(a, 65043, "65043");
     assert_eq!(a.large_communities(), &[[65043, 7, 8]]);
     // FRR advertises itself as next hop on eBGP (its update-source).
     assert_eq!(a.next_hop().unwrap().to_string(), "127.0.0.43");
@@ -318,9 +314,7 @@ fn exabgp_routes(passive_ribshard: bool, port_r: u16, port_e: u16, name: &str) {
     let (ann, _) = read_dump(&dump);
     for p in &want {
         let a = &ann[p];
-        assert_eq!(asns(a), [65044], "{p}");
-        assert_eq!(a.med(), Some(50), "{p}");
-        assert!(a.communities().contains(&((65044 << 16) | 100)), "{p}");
+        assert_tagged(a, 65044, &p.to_string());
     }
     assert_eq!(ann[&want[0]].large_communities(), &[[65044, 7, 8]]);
     assert_eq!(
@@ -396,9 +390,7 @@ fn openbgpd_routes(passive_ribshard: bool, port_r: u16, port_o: u16, name: &str)
     );
     let (ann, _) = read_dump(&dump);
     let a = &ann[&want];
-    assert_eq!(asns(a), [65045]);
-    assert_eq!(a.med(), Some(50));
-    assert!(a.communities().contains(&((65045 << 16) | 100)));
+    assert_tagged(a, 65045, "65045");
     assert_eq!(a.large_communities(), &[[65045, 7, 8]]);
 }
 

@@ -116,3 +116,11 @@ pub fn asns(a: &PathAttributes) -> Vec<u32> {
         .map(|p| p.segments.iter().flat_map(|s| s.asns.clone()).collect())
         .unwrap_or_default()
 }
+
+/// The attributes every interop peer sets on its test routes: its own AS as the whole path,
+/// MED 50 and the community `AS:100`.
+pub fn assert_tagged(a: &PathAttributes, peer_as: u32, what: &str) {
+    assert_eq!(asns(a), [peer_as], "{what}");
+    assert_eq!(a.med(), Some(50), "{what}");
+    assert!(a.communities().contains(&((peer_as << 16) | 100)), "{what}");
+}
