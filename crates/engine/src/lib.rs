@@ -11,6 +11,7 @@
 //! wait behind route processing, so sessions only frame, validate and count.
 
 pub mod negotiate;
+pub mod pipeline;
 pub mod session;
 pub mod socket;
 

@@ -1,15 +1,19 @@
 //! # ribshard-rib: one RIB shard
 //!
 //! Owns what a shard knows of its prefixes: every received path (Adj-RIB-In), the best path
-//! (Loc-RIB), and the BGP decision process that picks it. Today: the decision process
-//! ([`decision`]) and the shard table with its change journal ([`shard`]); threads, import
-//! policy and update groups around it follow (issue 4).
+//! (Loc-RIB), the BGP decision process that picks it ([`decision`]), the interned attribute
+//! sets paths point at ([`attrs`]), and export — what each update group advertises for a best
+//! path ([`export`]). The engine runs one [`Shard`] per shard thread.
 //!
 //! It must never take a lock, do I/O, or look at a prefix of another shard: a shard is
 //! touched by one thread only.
 
+pub mod attrs;
 pub mod decision;
+pub mod export;
 pub mod shard;
 
+pub use attrs::{Interner, LoopChecks, RouteAttrs};
 pub use decision::{best_path, compare, Candidate, Options};
-pub use shard::{Change, Path, PeerDown, PeerIndex, PeerInfo, RouteAttrs, Shard};
+pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
+pub use shard::{shard_of, Change, Path, PeerIndex, PeerInfo, Shard, Walk, WalkOp};

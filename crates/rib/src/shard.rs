@@ -6,10 +6,9 @@
 //! once. Peer-down walks run in chunks ([`Shard::peer_down`]) so a shard can keep serving
 //! other work between them.
 
+use crate::attrs::RouteAttrs;
 use crate::decision::{best_path, Candidate, Options};
-use ribshard_wire::attributes::{AttrValue, PathAttributes};
-use ribshard_wire::update::segment;
-use ribshard_wire::{Nlri, Prefix};
+use ribshard_wire::{Family, Nlri, Prefix};
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -24,55 +23,27 @@ pub struct PeerInfo {
     pub address: u128,
     /// Our AS towards this peer (a path with an empty AS_PATH came from it).
     pub local_as: u32,
+    pub peer_as: u32,
     /// Import policy: accept everything (true) or nothing (false). The policy language
     /// replaces this.
     pub import_accept: bool,
+    /// A route reflection client of ours, in this cluster (RFC 4456).
+    pub rr_cluster: Option<u32>,
+    /// A route server client (RFC 7947).
+    pub rs_client: bool,
 }
 
-/// An interned attribute set with the decision inputs read from it once.
-#[derive(Debug, PartialEq, Eq, Hash)]
-pub struct RouteAttrs {
-    pub attrs: PathAttributes,
-    pub local_pref: u32,
-    pub as_path_len: u32,
-    pub origin: u8,
-    pub med: u32,
-    /// First AS of the first AS_SEQUENCE; `None` for an empty path.
-    pub neighbor_as: Option<u32>,
-    pub originator_id: Option<u32>,
-    pub cluster_list_len: u32,
-}
-
-impl RouteAttrs {
-    /// Reads the decision inputs. LOCAL_PREF defaults to 100, a missing MED to 0 (RFC 4271
-    /// section 9.1.2.2), a missing ORIGIN to INCOMPLETE.
-    pub fn new(attrs: PathAttributes) -> RouteAttrs {
-        let path = attrs.as_path();
-        let neighbor_as = path.and_then(|p| {
-            p.segments
-                .first()
-                .filter(|s| s.kind == segment::AS_SEQUENCE)
-                .and_then(|s| s.asns.first().copied())
-        });
-        let originator_id = match attrs.get(ribshard_wire::attr::ORIGINATOR_ID) {
-            Some(AttrValue::OriginatorId(a)) => Some(u32::from(*a)),
-            _ => None,
-        };
-        let cluster_list_len = match attrs.get(ribshard_wire::attr::CLUSTER_LIST) {
-            Some(AttrValue::ClusterList(c)) => c.len() as u32,
-            _ => 0,
-        };
-        RouteAttrs {
-            local_pref: attrs.local_pref().unwrap_or(100),
-            as_path_len: path.map_or(0, |p| p.path_len() as u32),
-            origin: attrs.origin().map_or(2, |o| o as u8),
-            med: attrs.med().unwrap_or(0),
-            neighbor_as,
-            originator_id,
-            cluster_list_len,
-            attrs,
-        }
-    }
+impl PeerInfo {
+    pub const NONE: PeerInfo = PeerInfo {
+        ebgp: false,
+        router_id: 0,
+        address: 0,
+        local_as: 0,
+        peer_as: 0,
+        import_accept: false,
+        rr_cluster: None,
+        rs_client: false,
+    };
 }
 
 /// One received path.
@@ -81,31 +52,55 @@ pub struct Path {
     pub peer: PeerIndex,
     pub path_id: u32,
     pub attrs: Arc<RouteAttrs>,
-    /// Arrival sequence in this shard: lower is older.
+    /// Arrival sequence in this shard: lower is older. A replaced path gets a new one, so
+    /// it also names the path's version.
     pub arrival: u64,
+    /// Kept for a gracefully restarting peer (RFC 4724 section 4.2) until it sends the path
+    /// again, its End-of-RIB, or the restart time passes.
+    pub stale: bool,
 }
 
 #[derive(Debug, Default)]
 struct Dest {
     paths: Vec<Path>,
-    /// The arrival number of the best path last reported in a change: it names the path
-    /// and its version (a replaced path gets a new one).
-    reported: Option<u64>,
+    /// The best path last reported in a change (the Loc-RIB entry as the update groups
+    /// know it).
+    reported: Option<Path>,
     dirty: bool,
 }
 
-/// A peer-down walk in progress (see [`Shard::peer_down`]).
+/// What a walk over one peer's paths does (see [`Shard::walk`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WalkOp {
+    /// The session went down: remove its paths.
+    Remove,
+    /// The peer is restarting gracefully: keep the paths of these families as stale.
+    MarkStale([bool; 2]),
+    /// End-of-RIB or the restart time passed: remove what is still stale in these families.
+    FlushStale([bool; 2]),
+}
+
+/// A walk over one peer's paths in progress.
 #[derive(Debug)]
-pub struct PeerDown {
-    peer: PeerIndex,
+pub struct Walk {
+    pub peer: PeerIndex,
+    pub op: WalkOp,
     prefixes: Vec<Prefix>,
     at: usize,
+}
+
+impl Walk {
+    pub fn remaining(&self) -> usize {
+        self.prefixes.len() - self.at
+    }
 }
 
 /// A change of a prefix's best path.
 #[derive(Clone, Debug)]
 pub struct Change {
     pub prefix: Prefix,
+    /// The best path reported before; `None` if the prefix was new.
+    pub old: Option<Path>,
     /// The new best path; `None` when the prefix is gone.
     pub best: Option<Path>,
 }
@@ -116,6 +111,7 @@ pub struct Shard {
     options: Options,
     arrival: u64,
     journal: Vec<Prefix>,
+    paths: usize,
 }
 
 impl Shard {
@@ -126,6 +122,7 @@ impl Shard {
             options,
             arrival: 0,
             journal: Vec::new(),
+            paths: 0,
         }
     }
 
@@ -133,20 +130,18 @@ impl Shard {
     pub fn set_peer(&mut self, peer: PeerIndex, info: PeerInfo) {
         let i = peer as usize;
         if self.peers.len() <= i {
-            self.peers.resize(
-                i + 1,
-                PeerInfo {
-                    ebgp: false,
-                    router_id: 0,
-                    address: 0,
-                    local_as: 0,
-                    import_accept: false,
-                },
-            );
+            self.peers.resize(i + 1, PeerInfo::NONE);
         }
         if let Some(p) = self.peers.get_mut(i) {
             *p = info;
         }
+    }
+
+    pub fn peer(&self, peer: PeerIndex) -> PeerInfo {
+        self.peers
+            .get(peer as usize)
+            .copied()
+            .unwrap_or(PeerInfo::NONE)
     }
 
     /// Prefixes with at least one path.
@@ -156,7 +151,12 @@ impl Shard {
 
     /// Paths in the Adj-RIB-In, all peers.
     pub fn paths(&self) -> usize {
-        self.dests.values().map(|d| d.paths.len()).sum()
+        self.paths
+    }
+
+    /// Prefixes whose best path changed and is not yet decided.
+    pub fn pending(&self) -> usize {
+        self.journal.len()
     }
 
     fn touch(journal: &mut Vec<Prefix>, prefix: Prefix, d: &mut Dest) {
@@ -174,52 +174,74 @@ impl Shard {
         nlri: impl IntoIterator<Item = Nlri>,
     ) {
         for n in nlri {
-            self.arrival += 1;
-            let prefix = n.prefix.masked();
-            let path_id = n.path_id.unwrap_or(0);
-            let d = self.dests.entry(prefix).or_default();
-            let path = Path {
-                peer,
-                path_id,
-                attrs: attrs.clone(),
-                arrival: self.arrival,
-            };
-            match d
-                .paths
-                .iter_mut()
-                .find(|p| p.peer == peer && p.path_id == path_id)
-            {
-                // An implicit withdrawal: the newer path replaces it, but keeps its age
-                // only if nothing changed.
-                Some(p) if Arc::ptr_eq(&p.attrs, attrs) => continue,
-                Some(p) => *p = path,
-                None => d.paths.push(path),
-            }
-            Self::touch(&mut self.journal, prefix, d);
+            self.announce_one(peer, attrs, n);
         }
+    }
+
+    #[inline]
+    pub fn announce_one(&mut self, peer: PeerIndex, attrs: &Arc<RouteAttrs>, n: Nlri) {
+        self.arrival += 1;
+        let prefix = n.prefix.masked();
+        let path_id = n.path_id.unwrap_or(0);
+        let d = self.dests.entry(prefix).or_default();
+        match d
+            .paths
+            .iter_mut()
+            .find(|p| p.peer == peer && p.path_id == path_id)
+        {
+            // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
+            Some(p) if Arc::ptr_eq(&p.attrs, attrs) => {
+                p.stale = false;
+                return;
+            }
+            Some(p) => {
+                // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it.
+                p.attrs = attrs.clone();
+                p.arrival = self.arrival;
+                p.stale = false;
+            }
+            None => {
+                d.paths.push(Path {
+                    peer,
+                    path_id,
+                    attrs: attrs.clone(),
+                    arrival: self.arrival,
+                    stale: false,
+                });
+                self.paths += 1;
+            }
+        }
+        Self::touch(&mut self.journal, prefix, d);
     }
 
     pub fn withdraw(&mut self, peer: PeerIndex, nlri: impl IntoIterator<Item = Nlri>) {
         for n in nlri {
-            let prefix = n.prefix.masked();
-            let path_id = n.path_id.unwrap_or(0);
-            if let Some(d) = self.dests.get_mut(&prefix) {
-                let before = d.paths.len();
-                d.paths
-                    .retain(|p| !(p.peer == peer && p.path_id == path_id));
-                if d.paths.len() != before {
-                    Self::touch(&mut self.journal, prefix, d);
-                }
+            self.withdraw_one(peer, n);
+        }
+    }
+
+    #[inline]
+    pub fn withdraw_one(&mut self, peer: PeerIndex, n: Nlri) {
+        let prefix = n.prefix.masked();
+        let path_id = n.path_id.unwrap_or(0);
+        if let Some(d) = self.dests.get_mut(&prefix) {
+            let before = d.paths.len();
+            d.paths
+                .retain(|p| !(p.peer == peer && p.path_id == path_id));
+            if d.paths.len() != before {
+                self.paths -= before - d.paths.len();
+                Self::touch(&mut self.journal, prefix, d);
             }
         }
     }
 
-    /// Starts removing every path of `peer` (its session went down): notes the prefixes it
-    /// has paths for. Then call [`Shard::peer_down_step`] until it returns true; each step is
-    /// a bounded piece of work, so other work can run between steps.
-    pub fn peer_down(&self, peer: PeerIndex) -> PeerDown {
-        PeerDown {
+    /// Starts a walk over the prefixes `peer` has paths for. Call [`Shard::walk_step`] until
+    /// it returns true; each step is a bounded piece of work, so other work can run between
+    /// steps.
+    pub fn walk(&self, peer: PeerIndex, op: WalkOp) -> Walk {
+        Walk {
             peer,
+            op,
             prefixes: self
                 .dests
                 .iter()
@@ -230,16 +252,46 @@ impl Shard {
         }
     }
 
-    /// Removes the peer's paths from up to `budget` prefixes; true when done.
-    pub fn peer_down_step(&mut self, walk: &mut PeerDown, budget: usize) -> bool {
+    /// Starts removing every path of `peer` (its session went down).
+    pub fn peer_down(&self, peer: PeerIndex) -> Walk {
+        self.walk(peer, WalkOp::Remove)
+    }
+
+    /// Same as [`Shard::walk_step`].
+    pub fn peer_down_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
+        self.walk_step(walk, budget)
+    }
+
+    /// Applies the walk to up to `budget` prefixes; true when done.
+    pub fn walk_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
         let end = (walk.at + budget).min(walk.prefixes.len());
+        let peer = walk.peer;
         for prefix in walk.prefixes.get(walk.at..end).unwrap_or(&[]) {
-            if let Some(d) = self.dests.get_mut(prefix) {
-                let before = d.paths.len();
-                d.paths.retain(|p| p.peer != walk.peer);
-                if d.paths.len() != before {
-                    Self::touch(&mut self.journal, *prefix, d);
+            let Some(d) = self.dests.get_mut(prefix) else {
+                continue;
+            };
+            let in_family = |f: &[bool; 2]| f.get(prefix.family().index()) == Some(&true);
+            let before = d.paths.len();
+            match walk.op {
+                WalkOp::Remove => d.paths.retain(|p| p.peer != peer),
+                WalkOp::FlushStale(f) if in_family(&f) => {
+                    d.paths.retain(|p| !(p.peer == peer && p.stale))
                 }
+                WalkOp::FlushStale(_) => {}
+                WalkOp::MarkStale(f) => {
+                    if in_family(&f) {
+                        d.paths
+                            .iter_mut()
+                            .filter(|p| p.peer == peer)
+                            .for_each(|p| p.stale = true);
+                    } else {
+                        d.paths.retain(|p| p.peer != peer);
+                    }
+                }
+            }
+            if d.paths.len() != before {
+                self.paths -= before - d.paths.len();
+                Self::touch(&mut self.journal, *prefix, d);
             }
         }
         walk.at = end;
@@ -247,46 +299,84 @@ impl Shard {
     }
 
     fn candidate(&self, p: &Path) -> Candidate {
-        let info = self.peers.get(p.peer as usize).copied();
+        let info = self.peer(p.peer);
         let a = &p.attrs;
         Candidate {
-            local_pref: a.local_pref,
+            // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used.
+            local_pref: if info.ebgp {
+                100
+            } else {
+                a.local_pref.unwrap_or(100)
+            },
             as_path_len: a.as_path_len,
             origin: a.origin,
             med: a.med,
-            neighbor_as: a
-                .neighbor_as
-                .unwrap_or_else(|| info.map_or(0, |i| i.local_as)),
-            ebgp: info.is_some_and(|i| i.ebgp),
+            neighbor_as: a.neighbor_as.unwrap_or(info.local_as),
+            ebgp: info.ebgp,
             igp_cost: 0,
-            router_id: a
-                .originator_id
-                .unwrap_or_else(|| info.map_or(0, |i| i.router_id)),
+            router_id: a.originator_id.unwrap_or(info.router_id),
             cluster_list_len: a.cluster_list_len,
-            peer_address: info.map_or(0, |i| i.address),
+            peer_address: info.address,
             arrival: p.arrival,
         }
     }
 
-    /// The best of a prefix's paths that import policy accepts.
+    /// Whether a path may be chosen: import policy accepts it and it does not loop.
+    fn eligible(&self, p: &Path) -> bool {
+        p.attrs.loop_free
+            && self
+                .peers
+                .get(p.peer as usize)
+                .is_some_and(|i| i.import_accept)
+    }
+
+    /// The best of a prefix's eligible paths, decided now.
     pub fn best(&self, prefix: &Prefix) -> Option<&Path> {
         let d = self.dests.get(&prefix.masked())?;
         self.best_of(d)
     }
 
     fn best_of<'d>(&self, d: &'d Dest) -> Option<&'d Path> {
-        let eligible: Vec<&Path> = d
-            .paths
-            .iter()
-            .filter(|p| {
-                self.peers
-                    .get(p.peer as usize)
-                    .is_some_and(|i| i.import_accept)
-            })
-            .collect();
+        // One path (the common case for most prefixes): no candidates to build.
+        if let [only] = d.paths.as_slice() {
+            return self.eligible(only).then_some(only);
+        }
+        let eligible: Vec<&Path> = d.paths.iter().filter(|p| self.eligible(p)).collect();
         let cands: Vec<Candidate> = eligible.iter().map(|p| self.candidate(p)).collect();
         let i = best_path(&cands, &self.options)?;
         eligible.get(i).copied()
+    }
+
+    /// The Loc-RIB entry of a prefix as last reported to the update groups.
+    pub fn reported(&self, prefix: &Prefix) -> Option<&Path> {
+        self.dests.get(prefix)?.reported.as_ref()
+    }
+
+    /// Every prefix with a reported best path (for table dumps; see [`Shard::reported`]).
+    pub fn reported_prefixes(&self) -> Vec<Prefix> {
+        self.dests
+            .iter()
+            .filter(|(_, d)| d.reported.is_some())
+            .map(|(p, _)| *p)
+            .collect()
+    }
+
+    /// Every path, for display and tests: (prefix, path).
+    pub fn all_paths(&self) -> impl Iterator<Item = (&Prefix, &Path)> {
+        self.dests
+            .iter()
+            .flat_map(|(p, d)| d.paths.iter().map(move |x| (p, x)))
+    }
+
+    /// Families a prefix can be in, for callers that count per family.
+    pub fn family_counts(&self) -> [usize; 2] {
+        let mut c = [0; 2];
+        for p in self.dests.keys() {
+            if let Some(n) = c.get_mut(p.family().index()) {
+                *n += 1;
+            }
+        }
+        c
     }
 
     /// Decides every prefix touched since the last call, once each, and returns those whose
@@ -300,19 +390,52 @@ impl Shard {
             };
             let best = self.best_of(d).cloned();
             let key = best.as_ref().map(|p| p.arrival);
-            let changed = key != d.reported;
+            let changed = key != d.reported.as_ref().map(|p| p.arrival);
             let empty = d.paths.is_empty();
+            let mut old = None;
             if let Some(d) = self.dests.get_mut(&prefix) {
                 d.dirty = false;
-                d.reported = key;
+                if changed {
+                    old = std::mem::replace(&mut d.reported, best.clone());
+                }
             }
             if empty {
                 self.dests.remove(&prefix);
             }
             if changed {
-                changes.push(Change { prefix, best });
+                changes.push(Change { prefix, old, best });
             }
         }
         changes
     }
+}
+
+/// Which shard owns a prefix: a hash of the masked prefix, modulo the number of shards. The
+/// same everywhere in the process, for its whole life.
+#[inline]
+pub fn shard_of(prefix: &Prefix, shards: usize) -> usize {
+    if shards <= 1 {
+        return 0;
+    }
+    let h = match prefix.masked() {
+        Prefix::V4 { addr, len } => u64::from(addr) << 8 | u64::from(len),
+        Prefix::V6 { addr, len } => {
+            let a = u128::from_be_bytes(addr);
+            ((a >> 64) as u64 ^ (a as u64).rotate_left(17)) ^ u64::from(len)
+        }
+    };
+    // A multiplicative mix (Fibonacci hashing), then a range reduction without division.
+    let mixed = h.wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    (((mixed >> 32) * shards as u64) >> 32) as usize
+}
+
+/// The family of a walk's flags, for callers building [`WalkOp`] values.
+pub fn families(list: &[Family]) -> [bool; 2] {
+    let mut f = [false; 2];
+    for x in list {
+        if let Some(b) = f.get_mut(x.index()) {
+            *b = true;
+        }
+    }
+    f
 }

@@ -2,7 +2,7 @@
 //! against a straightforward model on random sequences of events.
 
 use proptest::prelude::*;
-use ribshard_rib::{best_path, Candidate, Options, PeerInfo, RouteAttrs, Shard};
+use ribshard_rib::{best_path, Candidate, LoopChecks, Options, PeerInfo, RouteAttrs, Shard};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{Nlri, Origin, Prefix};
 use std::collections::BTreeMap;
@@ -17,7 +17,11 @@ fn attrs(path: &[u32], lp: Option<u32>, med: Option<u32>) -> Arc<RouteAttrs> {
     ];
     v.extend(lp.map(AttrValue::LocalPref));
     v.extend(med.map(AttrValue::Med));
-    Arc::new(RouteAttrs::new(PathAttributes::canonical(v)))
+    Arc::new(RouteAttrs::from_attributes(
+        &PathAttributes::canonical(v),
+        &[198, 51, 100, 1],
+        &LoopChecks::default(),
+    ))
 }
 
 fn peer(i: u32, ebgp: bool) -> PeerInfo {
@@ -26,7 +30,10 @@ fn peer(i: u32, ebgp: bool) -> PeerInfo {
         router_id: 100 + i,
         address: u128::from(i),
         local_as: 65000,
+        peer_as: 65001 + i,
         import_accept: true,
+        rr_cluster: None,
+        rs_client: false,
     }
 }
 
@@ -198,7 +205,7 @@ proptest! {
                 let ra = &pool[*a];
                 let info = peers[*pe as usize];
                 Candidate {
-                    local_pref: ra.local_pref,
+                    local_pref: if info.ebgp { 100 } else { ra.local_pref.unwrap_or(100) },
                     as_path_len: ra.as_path_len,
                     origin: ra.origin,
                     med: ra.med,

@@ -35,7 +35,7 @@ impl MessageType {
 
 /// What the decoder must know of the session a message came from. Both sides of a session
 /// derive it from the negotiated capabilities; MRT readers set it from the record type.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct SessionParams {
     /// 4-octet AS numbers in AS_PATH and AGGREGATOR (RFC 6793).
     pub four_octet_as: bool,

@@ -1,0 +1,377 @@
+//! # ribshard-adjout: update groups
+//!
+//! Owns an update group's members and what they are sent: changes arrive from the shards as
+//! batches of (prefix, exported attributes or withdrawal); the group packs them by attribute
+//! set into full UPDATEs, encodes once, and hands the same bytes to every member that is in
+//! step. A member whose write queue passes a high-water mark is split off (a "slow writer"),
+//! misses the live stream, and later catches up from the shards' state (a table dump) plus
+//! the withdrawals it missed, so one slow peer never holds back its group.
+//!
+//! It must never block (members are written through non-blocking sinks), look at paths or
+//! best-path state (the shards own them), or do anything per member that can be done once per
+//! group.
+
+use bytes::Bytes;
+use ribshard_rib::{Exported, GroupSpec};
+use ribshard_wire::{Family, Nlri, Prefix, UpdateBuilder};
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
+pub type GroupId = u32;
+
+/// A member of a group: a peer's session. The epoch tells sessions of one neighbor apart.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct MemberId {
+    pub peer: u32,
+    pub epoch: u32,
+}
+
+/// Where a member's bytes go: the session's writer. Never blocks.
+pub trait Sink: Send {
+    /// Queues bytes for the socket. False if the session is gone.
+    fn send(&self, bytes: Bytes) -> bool;
+    /// Octets queued and not yet written to the socket.
+    fn queued(&self) -> usize;
+}
+
+/// One change for a group: the prefix and what to advertise, or `None` to withdraw.
+pub type Entry = (Prefix, Option<Arc<Exported>>);
+
+/// Past this many queued octets a member is split from its group's live stream.
+pub const HIGH_WATER: usize = 16 << 20;
+/// A split member catches up once its queue is below this.
+pub const LOW_WATER: usize = 1 << 20;
+
+/// Counters of a group, for operators (Junos `show bgp group`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GroupStats {
+    pub updates_built: u64,
+    pub bytes_built: u64,
+    pub prefixes_advertised: u64,
+    pub prefixes_withdrawn: u64,
+}
+
+/// Counters of a member (Junos `show bgp neighbor`: "Write Queue Blocks", "Peer designated
+/// a slow writer").
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MemberStats {
+    pub bytes_sent: u64,
+    /// Batches held back because the member's queue was past the high-water mark.
+    pub write_queue_blocks: u64,
+    pub slow_writer: u64,
+    pub catch_ups: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum State {
+    /// Receiving a table dump (initial, refresh or catch-up) under this token.
+    Dumping {
+        token: u64,
+        remaining: usize,
+    },
+    InStep,
+    /// Split off; waiting for its queue to drain.
+    Slow,
+}
+
+struct Member {
+    id: MemberId,
+    sink: Box<dyn Sink>,
+    /// Per shard: whether the member gets that shard's live changes.
+    live: Vec<bool>,
+    /// Per shard: prefixes withdrawn while the member was split off.
+    missed: Vec<HashSet<Prefix>>,
+    state: State,
+    /// End-of-RIB goes out when the dump of this token completes.
+    eor_token: Option<u64>,
+    stats: MemberStats,
+}
+
+/// What a group asks its update thread to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DumpRequest {
+    pub member: MemberId,
+    pub token: u64,
+}
+
+pub struct UpdateGroup {
+    pub id: GroupId,
+    pub spec: Arc<GroupSpec>,
+    builder: UpdateBuilder,
+    shards: usize,
+    members: Vec<Member>,
+    next_token: u64,
+    pub stats: GroupStats,
+    buf: Vec<u8>,
+}
+
+impl UpdateGroup {
+    pub fn new(id: GroupId, spec: Arc<GroupSpec>, shards: usize) -> UpdateGroup {
+        UpdateGroup {
+            id,
+            builder: UpdateBuilder::new(spec.params),
+            spec,
+            shards: shards.max(1),
+            members: Vec::new(),
+            next_token: 1,
+            stats: GroupStats::default(),
+            buf: Vec::new(),
+        }
+    }
+
+    pub fn members(&self) -> impl Iterator<Item = (MemberId, &MemberStats)> {
+        self.members.iter().map(|m| (m.id, &m.stats))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// A new member; it gets nothing until the shards dump the table to it under `token`
+    /// (the caller asks them), then End-of-RIB.
+    pub fn join(&mut self, id: MemberId, sink: Box<dyn Sink>, token: u64) {
+        self.leave(id);
+        self.members.push(Member {
+            id,
+            sink,
+            live: vec![false; self.shards],
+            missed: vec![HashSet::new(); self.shards],
+            state: State::Dumping {
+                token,
+                remaining: self.shards,
+            },
+            eor_token: Some(token),
+            stats: MemberStats::default(),
+        });
+    }
+
+    pub fn leave(&mut self, id: MemberId) {
+        self.members
+            .retain(|m| m.id.peer != id.peer || m.id.epoch > id.epoch);
+    }
+
+    /// A ROUTE-REFRESH from a member (RFC 2918): the table again, from every shard.
+    pub fn refresh(&mut self, id: MemberId) -> Option<DumpRequest> {
+        let token = self.next_token;
+        let m = self.members.iter_mut().find(|m| m.id == id)?;
+        self.next_token += 1;
+        if m.state == State::Slow {
+            // It catches up anyway once it drains.
+            return None;
+        }
+        m.state = State::Dumping {
+            token,
+            remaining: self.shards,
+        };
+        Some(DumpRequest { member: id, token })
+    }
+
+    /// Packs entries into UPDATEs: withdrawals first, then announcements grouped by
+    /// attribute set, in order of first appearance. Returns the bytes, or `None` if empty.
+    fn encode(&mut self, entries: &[Entry]) -> Option<Bytes> {
+        if entries.is_empty() {
+            return None;
+        }
+        self.buf.clear();
+        let mut withdrawn: [Vec<Nlri>; 2] = [Vec::new(), Vec::new()];
+        let mut sets: Vec<(Arc<Exported>, Vec<Nlri>)> = Vec::new();
+        let mut index: HashMap<*const Exported, usize> = HashMap::new();
+        let add_path = self.spec.params.add_path;
+        for (prefix, e) in entries {
+            let f = prefix.family();
+            let nlri = Nlri {
+                // Add-Path send (RFC 7911): one path per prefix, identifier 1.
+                path_id: add_path
+                    .get(f.index())
+                    .copied()
+                    .unwrap_or(false)
+                    .then_some(1),
+                prefix: *prefix,
+            };
+            match e {
+                None => {
+                    if let Some(w) = withdrawn.get_mut(f.index()) {
+                        w.push(nlri);
+                    }
+                }
+                Some(e) => {
+                    let i = *index.entry(Arc::as_ptr(e)).or_insert_with(|| {
+                        sets.push((e.clone(), Vec::new()));
+                        sets.len() - 1
+                    });
+                    if let Some((_, v)) = sets.get_mut(i) {
+                        v.push(nlri);
+                    }
+                }
+            }
+        }
+        let mut messages = 0;
+        for (f, w) in [Family::Ipv4Unicast, Family::Ipv6Unicast]
+            .into_iter()
+            .zip(&withdrawn)
+        {
+            messages += self.builder.withdraw(f, w, &mut self.buf);
+            self.stats.prefixes_withdrawn += w.len() as u64;
+        }
+        for (e, nlri) in &sets {
+            match self
+                .builder
+                .announce(&e.attrs, e.family, &e.mp_next_hop, nlri, &mut self.buf)
+            {
+                Ok(n) => messages += n,
+                Err(err) => {
+                    // Only an attribute set too large for any UPDATE gets here; the
+                    // prefixes are not advertised (RFC 4271 gives no other choice).
+                    tracing::warn!(group = %self.spec.name, prefixes = nlri.len(), "not advertised: {err}");
+                }
+            }
+            self.stats.prefixes_advertised += nlri.len() as u64;
+        }
+        self.stats.updates_built += messages as u64;
+        self.stats.bytes_built += self.buf.len() as u64;
+        (!self.buf.is_empty()).then(|| Bytes::copy_from_slice(&self.buf))
+    }
+
+    /// Live changes from a shard: encoded once, the same bytes to every member in step.
+    pub fn live(&mut self, shard: usize, entries: &[Entry]) {
+        let Some(bytes) = self.encode(entries) else {
+            return;
+        };
+        for m in &mut self.members {
+            if m.live.get(shard) == Some(&true) && send(m, bytes.clone()) {
+                continue;
+            }
+            {
+                // Not following this shard yet, or split off: remember what it must unlearn
+                // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
+                if let Some(missed) = m.missed.get_mut(shard) {
+                    missed.extend(entries.iter().filter(|e| e.1.is_none()).map(|e| e.0));
+                }
+            }
+        }
+    }
+
+    /// A shard starts dumping its table to a member: from now on the member follows that
+    /// shard's live changes too. The withdrawals it missed from the shard go first.
+    pub fn dump_begin(&mut self, shard: usize, member: MemberId, token: u64) {
+        let Some(m) = self.find(member, token) else {
+            return;
+        };
+        if let Some(l) = m.live.get_mut(shard) {
+            *l = true;
+        }
+        let missed: Vec<Prefix> = m
+            .missed
+            .get(shard)
+            .map(|s| s.iter().copied().collect())
+            .unwrap_or_default();
+        if missed.is_empty() {
+            return;
+        }
+        let entries: Vec<Entry> = missed.into_iter().map(|p| (p, None)).collect();
+        // Forgotten only once delivered: a member split off again keeps them for next time.
+        if self.send_to(member, &entries) {
+            if let Some(m) = self.members.iter_mut().find(|m| m.id == member) {
+                if let Some(s) = m.missed.get_mut(shard) {
+                    s.clear();
+                }
+            }
+        }
+    }
+
+    /// Part of a shard's table dump for one member.
+    pub fn dump(&mut self, member: MemberId, token: u64, entries: &[Entry]) {
+        if self.find(member, token).is_some() {
+            self.send_to(member, entries);
+        }
+    }
+
+    /// A shard finished its dump; after the last one the member is in step, and after its
+    /// first dump it gets End-of-RIB for each family (RFC 4724 section 2).
+    pub fn dump_end(&mut self, member: MemberId, token: u64) {
+        let families = self.spec.families;
+        let Some(m) = self.find(member, token) else {
+            return;
+        };
+        if let State::Dumping { remaining, .. } = &mut m.state {
+            *remaining = remaining.saturating_sub(1);
+            if *remaining > 0 {
+                return;
+            }
+        }
+        m.state = State::InStep;
+        // The first complete dump, whatever its token (a slow first dump restarts).
+        if m.eor_token.is_some() {
+            let mut sent = true;
+            for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+                if families.get(f.index()) == Some(&true) {
+                    sent &= send(m, Bytes::from(UpdateBuilder::end_of_rib(f)));
+                }
+            }
+            if sent {
+                m.eor_token = None;
+            }
+        }
+    }
+
+    fn find(&mut self, member: MemberId, token: u64) -> Option<&mut Member> {
+        self.members.iter_mut().find(|m| {
+            m.id == member && matches!(m.state, State::Dumping { token: t, .. } if t == token)
+        })
+    }
+
+    fn send_to(&mut self, member: MemberId, entries: &[Entry]) -> bool {
+        let Some(bytes) = self.encode(entries) else {
+            return true;
+        };
+        match self.members.iter_mut().find(|m| m.id == member) {
+            Some(m) => send(m, bytes),
+            None => false,
+        }
+    }
+
+    /// Split members whose queue has drained: each needs a table dump under a new token.
+    pub fn catch_ups(&mut self) -> Vec<DumpRequest> {
+        let mut out = Vec::new();
+        for m in &mut self.members {
+            if m.state == State::Slow && m.sink.queued() < LOW_WATER {
+                let token = self.next_token;
+                self.next_token += 1;
+                m.state = State::Dumping {
+                    token,
+                    remaining: self.shards,
+                };
+                m.stats.catch_ups += 1;
+                out.push(DumpRequest {
+                    member: m.id,
+                    token,
+                });
+            }
+        }
+        out
+    }
+}
+
+/// Hands bytes to a member, or splits it off when its queue is past the high-water mark;
+/// true if the bytes went out.
+fn send(m: &mut Member, bytes: Bytes) -> bool {
+    if m.state == State::Slow {
+        m.stats.write_queue_blocks += 1;
+        return false;
+    }
+    if m.sink.queued() > HIGH_WATER {
+        m.stats.write_queue_blocks += 1;
+        m.stats.slow_writer += 1;
+        tracing::info!(
+            peer = m.id.peer,
+            "peer designated a slow writer: split from its update group"
+        );
+        m.state = State::Slow;
+        m.live.iter_mut().for_each(|l| *l = false);
+        // A dump that did not finish restarts from scratch (End-of-RIB still to come if it
+        // was the first).
+        return false;
+    }
+    m.stats.bytes_sent += bytes.len() as u64;
+    m.sink.send(bytes)
+}

@@ -1,0 +1,412 @@
+//! A shard thread: owns one [`Shard`], applies batches, decides best paths once per batch of
+//! work, runs export per update group, and walks its table in bounded steps (peer down,
+//! graceful-restart stale marking, table dumps) between messages.
+
+use super::update::UpdateWorker;
+use super::{Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, WALK_BUDGET, WITHDRAW};
+use ribshard_adjout::{Entry, GroupId, MemberId};
+use ribshard_rib::{Change, ExportCache, Exported, GroupSpec, PeerIndex, Shard, Walk, WalkOp};
+use ribshard_wire::Prefix;
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+struct GroupState {
+    spec: Arc<GroupSpec>,
+    update_thread: usize,
+    cache: ExportCache,
+    members: usize,
+}
+
+struct DumpWalk {
+    group: GroupId,
+    member: MemberId,
+    token: u64,
+    prefixes: Vec<Prefix>,
+    at: usize,
+}
+
+enum Out {
+    Threads(Vec<mpsc::Sender<ToUpdate>>),
+    /// Update threading off: this shard runs the groups.
+    Inline(Box<UpdateWorker>),
+}
+
+pub(super) struct ShardWorker {
+    index: usize,
+    shard: Shard,
+    groups: BTreeMap<GroupId, GroupState>,
+    walks: VecDeque<Walk>,
+    dumps: VecDeque<DumpWalk>,
+    out: Out,
+    /// Messages handled since changes were last drained.
+    since_drain: usize,
+    stats: ShardStats,
+}
+
+impl ShardWorker {
+    pub(super) fn new(
+        index: usize,
+        config: PipelineConfig,
+        updates: Vec<mpsc::Sender<ToUpdate>>,
+    ) -> ShardWorker {
+        let out = if updates.is_empty() {
+            Out::Inline(Box::new(UpdateWorker::new(0, 1, None)))
+        } else {
+            Out::Threads(updates)
+        };
+        ShardWorker {
+            index,
+            shard: Shard::new(config.options),
+            groups: BTreeMap::new(),
+            walks: VecDeque::new(),
+            dumps: VecDeque::new(),
+            out,
+            since_drain: 0,
+            stats: ShardStats {
+                shard: index,
+                ..ShardStats::default()
+            },
+        }
+    }
+
+    fn send_update(&mut self, t: usize, msg: ToUpdate) {
+        match &mut self.out {
+            Out::Threads(senders) => {
+                if let Some(s) = senders.get(t) {
+                    // Blocks while the update thread is behind: backpressure to the sessions.
+                    let _ = s.blocking_send(msg);
+                }
+            }
+            Out::Inline(w) => {
+                for (group, req) in w.handle(msg) {
+                    self.start_dump(group, req.member, req.token);
+                }
+            }
+        }
+    }
+
+    fn busy(&self) -> bool {
+        !self.walks.is_empty() || !self.dumps.is_empty()
+    }
+
+    /// Handles a message; false to stop.
+    fn handle(&mut self, msg: ToShard) -> bool {
+        match msg {
+            ToShard::PeerUp { peer, info, member } => {
+                self.finish_walks_of(peer);
+                self.shard.set_peer(peer, info);
+                if let Some(m) = member {
+                    self.add_member(m);
+                }
+            }
+            ToShard::Routes(batch) => {
+                self.finish_walks_of(batch.peer);
+                self.stats.batches += 1;
+                let peer = batch.peer;
+                for (i, n) in batch.ops {
+                    if i == WITHDRAW {
+                        self.shard.withdraw_one(peer, n);
+                    } else if let Some(a) = batch.attrs.get(i as usize) {
+                        self.shard.announce_one(peer, a, n);
+                    }
+                }
+            }
+            ToShard::PeerDown {
+                peer,
+                stale,
+                member,
+            } => {
+                self.finish_walks_of(peer);
+                let op = match stale {
+                    Some(f) => WalkOp::MarkStale(f),
+                    None => WalkOp::Remove,
+                };
+                let w = self.shard.walk(peer, op);
+                self.walks.push_back(w);
+                if let Some((group, _)) = member {
+                    self.remove_member(group);
+                }
+            }
+            ToShard::FlushStale { peer, families } => {
+                self.finish_walks_of(peer);
+                let w = self.shard.walk(peer, WalkOp::FlushStale(families));
+                self.walks.push_back(w);
+            }
+            ToShard::Dump {
+                group,
+                member,
+                token,
+            } => self.start_dump(group, member, token),
+            ToShard::Update(m) => {
+                if let Out::Inline(w) = &mut self.out {
+                    for (group, req) in w.handle(*m) {
+                        self.start_dump(group, req.member, req.token);
+                    }
+                }
+            }
+            ToShard::Barrier(ack) => {
+                while self.busy() {
+                    self.step();
+                }
+                self.drain();
+                match &mut self.out {
+                    Out::Threads(senders) => {
+                        for s in senders.iter() {
+                            let _ = s.blocking_send(ToUpdate::Barrier(ack.clone()));
+                        }
+                    }
+                    Out::Inline(_) => {
+                        let _ = ack.send(());
+                    }
+                }
+            }
+            ToShard::LocRib(reply) => {
+                let rib = self
+                    .shard
+                    .reported_prefixes()
+                    .into_iter()
+                    .filter_map(|p| self.shard.reported(&p).map(|b| (p, b.clone())))
+                    .collect();
+                let _ = reply.send(rib);
+            }
+            ToShard::Stats(reply) => {
+                self.stats.prefixes = self.shard.prefixes();
+                self.stats.paths = self.shard.paths();
+                self.stats.cpu_seconds = thread_cpu_seconds();
+                let _ = reply.send(self.stats.clone());
+            }
+            ToShard::Tick => {
+                if let Out::Inline(w) = &mut self.out {
+                    for (group, req) in w.handle(ToUpdate::Tick) {
+                        self.start_dump(group, req.member, req.token);
+                    }
+                }
+                for g in self.groups.values_mut() {
+                    if g.cache.len() > 4096 {
+                        g.cache.sweep();
+                    }
+                }
+            }
+            ToShard::Stop => return false,
+        }
+        true
+    }
+
+    fn add_member(&mut self, m: Membership) {
+        let g = self.groups.entry(m.group).or_insert_with(|| GroupState {
+            spec: m.spec.clone(),
+            update_thread: m.update_thread,
+            cache: ExportCache::default(),
+            members: 0,
+        });
+        g.members += 1;
+        self.start_dump(m.group, m.member, 0);
+    }
+
+    fn remove_member(&mut self, group: GroupId) {
+        if let Some(g) = self.groups.get_mut(&group) {
+            g.members = g.members.saturating_sub(1);
+            if g.members == 0 {
+                self.groups.remove(&group);
+            }
+        }
+    }
+
+    /// A table dump for a member: from now on it follows this shard's live changes; the
+    /// walk sends the Loc-RIB as it stands when each step runs.
+    fn start_dump(&mut self, group: GroupId, member: MemberId, token: u64) {
+        let Some(t) = self.groups.get(&group).map(|g| g.update_thread) else {
+            return;
+        };
+        // Changes decided before the member follows the live stream go out first.
+        self.drain();
+        let shard = self.index;
+        self.send_update(
+            t,
+            ToUpdate::DumpBegin {
+                shard,
+                group,
+                member,
+                token,
+            },
+        );
+        self.dumps.push_back(DumpWalk {
+            group,
+            member,
+            token,
+            prefixes: self.shard.reported_prefixes(),
+            at: 0,
+        });
+    }
+
+    /// Completes the walks of a peer before its next message is applied: a new session's
+    /// routes must not be removed (or marked stale) by the old session's walk.
+    fn finish_walks_of(&mut self, peer: PeerIndex) {
+        while let Some(i) = self.walks.iter().position(|w| w.peer == peer) {
+            if let Some(mut w) = self.walks.remove(i) {
+                while !self.shard.walk_step(&mut w, usize::MAX) {}
+            }
+        }
+    }
+
+    /// One bounded step of walking: peer walks first, then dumps.
+    fn step(&mut self) {
+        if let Some(mut w) = self.walks.pop_front() {
+            if !self.shard.walk_step(&mut w, WALK_BUDGET) {
+                self.walks.push_front(w);
+            }
+            return;
+        }
+        let Some(mut d) = self.dumps.pop_front() else {
+            return;
+        };
+        let end = (d.at + WALK_BUDGET).min(d.prefixes.len());
+        let mut entries: Vec<Entry> = Vec::new();
+        if let Some(g) = self.groups.get_mut(&d.group) {
+            for p in d.prefixes.get(d.at..end).unwrap_or(&[]) {
+                if let Some(best) = self.shard.reported(p) {
+                    let src = self.shard.peer(best.peer);
+                    let e = g
+                        .cache
+                        .get(&g.spec, &src, best.peer, &best.attrs, p.family());
+                    if let Some(e) = e {
+                        entries.push((*p, Some(e)));
+                    }
+                }
+            }
+        }
+        d.at = end;
+        let t = self.groups.get(&d.group).map_or(0, |g| g.update_thread);
+        let (group, member, token) = (d.group, d.member, d.token);
+        if !entries.is_empty() {
+            self.send_update(
+                t,
+                ToUpdate::Dump {
+                    group,
+                    member,
+                    token,
+                    entries,
+                },
+            );
+        }
+        if d.at >= d.prefixes.len() {
+            self.send_update(
+                t,
+                ToUpdate::DumpEnd {
+                    group,
+                    member,
+                    token,
+                },
+            );
+        } else {
+            self.dumps.push_front(d);
+        }
+    }
+
+    /// Decides every touched prefix once and sends each group what changed for it.
+    fn drain(&mut self) {
+        self.since_drain = 0;
+        if self.shard.pending() == 0 {
+            return;
+        }
+        let changes = self.shard.drain_changes();
+        self.stats.changes += changes.len() as u64;
+        if self.groups.is_empty() {
+            return;
+        }
+        let mut out: Vec<(usize, GroupId, Vec<Entry>)> = Vec::new();
+        for (id, g) in self.groups.iter_mut() {
+            let entries = group_entries(&self.shard, g, &changes);
+            if !entries.is_empty() {
+                out.push((g.update_thread, *id, entries));
+            }
+        }
+        let shard = self.index;
+        for (t, group, entries) in out {
+            self.send_update(
+                t,
+                ToUpdate::Live {
+                    shard,
+                    group,
+                    entries,
+                },
+            );
+        }
+    }
+}
+
+/// What one group must be told of a set of best-path changes: exported old and new compared,
+/// so a change that does not alter what the group advertises sends nothing.
+fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut export = |p: &Option<ribshard_rib::Path>, f| -> Option<Arc<Exported>> {
+        let p = p.as_ref()?;
+        let src = shard.peer(p.peer);
+        g.cache.get(&g.spec, &src, p.peer, &p.attrs, f)
+    };
+    for c in changes {
+        let f = c.prefix.family();
+        let old = export(&c.old, f);
+        let new = export(&c.best, f);
+        let same = match (&old, &new) {
+            (None, None) => true,
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            _ => false,
+        };
+        if !same {
+            entries.push((c.prefix, new));
+        }
+    }
+    entries
+}
+
+pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>) {
+    loop {
+        let msg = if w.busy() {
+            match rx.try_recv() {
+                Ok(m) => Some(m),
+                Err(mpsc::error::TryRecvError::Empty) => None,
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        } else {
+            match rx.blocking_recv() {
+                Some(m) => Some(m),
+                None => return,
+            }
+        };
+        match msg {
+            Some(m) => {
+                if !w.handle(m) {
+                    w.drain();
+                    return;
+                }
+                w.since_drain += 1;
+                let depth = rx.len();
+                w.stats.queue_high_water = w.stats.queue_high_water.max(depth);
+                // Decide once per burst: changes to a prefix queued twice are decided once.
+                if depth == 0 || w.since_drain >= 16 {
+                    w.drain();
+                }
+            }
+            None => {
+                w.step();
+                w.drain();
+            }
+        }
+    }
+}
+
+/// CPU time this thread has used, from the OS.
+pub(super) fn thread_cpu_seconds() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: clock_gettime writes one timespec, which we own.
+    let r = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if r != 0 {
+        return 0.0;
+    }
+    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}

@@ -1,0 +1,178 @@
+//! An update thread: owns the update groups given to it, packs each shard's changes into
+//! UPDATEs once per group and fans the bytes out; asks the shards for table dumps when a
+//! member joins late, asks for a refresh, or catches up after being a slow writer.
+
+use super::{GroupReport, ToShard, ToUpdate};
+use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup};
+use std::collections::{BTreeMap, VecDeque};
+use std::time::Duration;
+use tokio::sync::mpsc;
+
+pub(super) struct UpdateWorker {
+    index: usize,
+    shards: usize,
+    groups: BTreeMap<GroupId, UpdateGroup>,
+    /// Where dump requests go; `None` when this worker runs inside the single shard, which
+    /// takes them from [`UpdateWorker::handle`]'s result.
+    shard_tx: Option<Vec<mpsc::Sender<ToShard>>>,
+    /// Dump requests that found a shard queue full, retried on the next tick: an update
+    /// thread never blocks on a shard (shards block on update threads).
+    unsent: VecDeque<(usize, GroupId, DumpRequest)>,
+}
+
+impl UpdateWorker {
+    pub(super) fn new(
+        index: usize,
+        shards: usize,
+        shard_tx: Option<Vec<mpsc::Sender<ToShard>>>,
+    ) -> UpdateWorker {
+        UpdateWorker {
+            index,
+            shards,
+            groups: BTreeMap::new(),
+            shard_tx,
+            unsent: VecDeque::new(),
+        }
+    }
+
+    /// Handles a message; returns the dump requests for the caller to deliver when there
+    /// are no shard channels (update threading off).
+    pub(super) fn handle(&mut self, msg: ToUpdate) -> Vec<(GroupId, DumpRequest)> {
+        let mut requests: Vec<(GroupId, DumpRequest)> = Vec::new();
+        match msg {
+            ToUpdate::Join {
+                group,
+                spec,
+                member,
+                sink,
+            } => {
+                let shards = self.shards;
+                self.groups
+                    .entry(group)
+                    .or_insert_with(|| UpdateGroup::new(group, spec, shards))
+                    .join(member, sink, 0);
+            }
+            ToUpdate::Leave { group, member } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.leave(member);
+                    if g.is_empty() {
+                        self.groups.remove(&group);
+                    }
+                }
+            }
+            ToUpdate::Refresh { group, member } => {
+                if let Some(r) = self.groups.get_mut(&group).and_then(|g| g.refresh(member)) {
+                    requests.push((group, r));
+                }
+            }
+            ToUpdate::Live {
+                shard,
+                group,
+                entries,
+            } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.live(shard, &entries);
+                }
+            }
+            ToUpdate::DumpBegin {
+                shard,
+                group,
+                member,
+                token,
+            } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.dump_begin(shard, member, token);
+                }
+            }
+            ToUpdate::Dump {
+                group,
+                member,
+                token,
+                entries,
+            } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.dump(member, token, &entries);
+                }
+            }
+            ToUpdate::DumpEnd {
+                group,
+                member,
+                token,
+            } => {
+                if let Some(g) = self.groups.get_mut(&group) {
+                    g.dump_end(member, token);
+                }
+            }
+            ToUpdate::Barrier(ack) => {
+                let _ = ack.send(());
+            }
+            ToUpdate::Stats(reply) => {
+                let thread = self.index;
+                let _ = reply.send(
+                    self.groups
+                        .values()
+                        .map(|g| GroupReport {
+                            thread,
+                            group: g.id,
+                            name: g.spec.name.clone(),
+                            stats: g.stats.clone(),
+                            members: g.members().map(|(m, s)| (m, s.clone())).collect(),
+                        })
+                        .collect(),
+                );
+            }
+            ToUpdate::Tick => {
+                for (id, g) in self.groups.iter_mut() {
+                    requests.extend(g.catch_ups().into_iter().map(|r| (*id, r)));
+                }
+            }
+            ToUpdate::Stop => {}
+        }
+        match &self.shard_tx {
+            None => requests,
+            Some(_) => {
+                for (group, r) in requests {
+                    for s in 0..self.shards {
+                        self.unsent.push_back((s, group, r));
+                    }
+                }
+                self.flush_requests();
+                Vec::new()
+            }
+        }
+    }
+
+    fn flush_requests(&mut self) {
+        let Some(tx) = &self.shard_tx else { return };
+        while let Some((s, group, r)) = self.unsent.pop_front() {
+            let Some(sender) = tx.get(s) else { continue };
+            let msg = ToShard::Dump {
+                group,
+                member: r.member,
+                token: r.token,
+            };
+            match sender.try_send(msg) {
+                Ok(()) => {}
+                Err(mpsc::error::TrySendError::Full(_)) => {
+                    self.unsent.push_front((s, group, r));
+                    return;
+                }
+                Err(mpsc::error::TrySendError::Closed(_)) => {}
+            }
+        }
+    }
+}
+
+pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>) {
+    while let Some(m) = rx.blocking_recv() {
+        if matches!(m, ToUpdate::Stop) {
+            return;
+        }
+        w.handle(m);
+        if !w.unsent.is_empty() {
+            // Retry soon without spinning; the shard is draining its queue meanwhile.
+            std::thread::sleep(Duration::from_micros(200));
+            w.flush_requests();
+        }
+    }
+}

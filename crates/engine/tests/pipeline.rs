@@ -1,0 +1,531 @@
+//! The pipeline without sockets: random announcements, withdrawals and flaps of upstream
+//! peers and of downstream members give the same Loc-RIB and the same table at every
+//! downstream member for every thread setting; a slow member catches up with nothing lost.
+
+use proptest::prelude::*;
+use ribshard_adjout::{MemberId, Sink};
+use ribshard_engine::pipeline::{Batcher, Joined, Pipeline, PipelineConfig, Target};
+use ribshard_rib::attrs::normalized_key;
+use ribshard_rib::{GroupKind, GroupSpec, LoopChecks, Options, PeerInfo, RouteAttrs};
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::{frame, parse_update, Family, Nlri, Origin, Prefix, SessionParams};
+use std::collections::{BTreeMap, HashMap};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+const LOCAL_AS: u32 = 65000;
+const CLUSTER: u32 = 0x0101_0101;
+
+#[derive(Clone)]
+struct TestSink {
+    bytes: Arc<Mutex<Vec<u8>>>,
+    queued: Arc<AtomicUsize>,
+}
+
+impl Sink for TestSink {
+    fn send(&self, b: bytes::Bytes) -> bool {
+        self.bytes.lock().unwrap().extend_from_slice(&b);
+        true
+    }
+    fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+}
+
+/// Upstream peers: 0 and 1 in AS 65001 (MED compared), 2 in AS 65002, 3 an iBGP route
+/// reflection client.
+fn upstream(i: u32) -> PeerInfo {
+    PeerInfo {
+        ebgp: i != 3,
+        router_id: 0x0a00_0001 + i,
+        address: u128::from(0x7f00_0010 + i),
+        local_as: LOCAL_AS,
+        peer_as: [65001, 65001, 65002, LOCAL_AS][i as usize],
+        import_accept: true,
+        rr_cluster: (i == 3).then_some(CLUSTER),
+        rs_client: false,
+    }
+}
+
+fn params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+/// Downstream members: (group name, kind, peer AS).
+const MEMBERS: [(&str, GroupKind, u32); 6] = [
+    ("transit", GroupKind::External, 65010),
+    ("transit", GroupKind::External, 65010),
+    ("back-to-65001", GroupKind::External, 65001),
+    (
+        "ibgp",
+        GroupKind::Internal {
+            client_cluster: None,
+        },
+        LOCAL_AS,
+    ),
+    (
+        "clients",
+        GroupKind::Internal {
+            client_cluster: Some(CLUSTER),
+        },
+        LOCAL_AS,
+    ),
+    ("rs", GroupKind::RouteServer, 0),
+];
+
+fn spec(m: usize) -> GroupSpec {
+    let (name, kind, peer_as) = MEMBERS[m];
+    GroupSpec {
+        name: name.into(),
+        kind,
+        local_as: LOCAL_AS,
+        peer_as,
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        next_hop_self: false,
+        local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
+        local_v6: None,
+        export_accept: true,
+        params: params(),
+        families: [true, true],
+    }
+}
+
+fn member_peer(m: usize) -> u32 {
+    10 + m as u32
+}
+
+fn prefix(i: u8) -> Prefix {
+    if i < 32 {
+        Prefix::v4(Ipv4Addr::new(10, i, 0, 0), 16).unwrap()
+    } else {
+        Prefix::v6(
+            Ipv6Addr::new(0x2001, 0xdb8, u16::from(i), 0, 0, 0, 0, 0),
+            48,
+        )
+        .unwrap()
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    Announce {
+        peer: u32,
+        prefixes: Vec<u8>,
+        variant: u8,
+    },
+    Withdraw {
+        peer: u32,
+        prefixes: Vec<u8>,
+    },
+    Flap {
+        peer: u32,
+    },
+    FlapMember {
+        member: usize,
+    },
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    let prefixes = prop::collection::vec(0u8..40, 1..12);
+    prop_oneof![
+        8 => (0u32..4, prefixes.clone(), 0u8..5).prop_map(|(peer, prefixes, variant)| Op::Announce { peer, prefixes, variant }),
+        3 => (0u32..4, prefixes).prop_map(|(peer, prefixes)| Op::Withdraw { peer, prefixes }),
+        1 => (0u32..4).prop_map(|peer| Op::Flap { peer }),
+        1 => (0usize..MEMBERS.len()).prop_map(|member| Op::FlapMember { member }),
+    ]
+}
+
+/// Attribute sets per (peer, variant, family), interned: one `Arc` each.
+struct Pool(HashMap<(u32, u8, Family), Arc<RouteAttrs>>);
+
+impl Pool {
+    fn get(&mut self, peer: u32, variant: u8, f: Family) -> Arc<RouteAttrs> {
+        self.0
+            .entry((peer, variant, f))
+            .or_insert_with(|| {
+                let info = upstream(peer);
+                let mut path: Vec<u32> = if info.ebgp {
+                    vec![info.peer_as]
+                } else {
+                    vec![]
+                };
+                path.extend((0..variant % 3).map(|k| 64600 + u32::from(k)));
+                if variant == 4 {
+                    // A loop: our own AS in the path; kept but never eligible.
+                    path.push(LOCAL_AS);
+                }
+                let mut v = vec![
+                    AttrValue::Origin(Origin::Igp),
+                    AttrValue::AsPath(AsPath::sequence(path)),
+                    AttrValue::Med(u32::from(variant) * 10 + peer),
+                    AttrValue::Communities(vec![65000 << 16 | u32::from(variant)]),
+                ];
+                if !info.ebgp {
+                    v.push(AttrValue::LocalPref(100 + u32::from(variant)));
+                }
+                let nh: Vec<u8> = match f {
+                    Family::Ipv4Unicast => {
+                        v.push(AttrValue::NextHop(Ipv4Addr::new(
+                            198,
+                            51,
+                            100,
+                            peer as u8 + 1,
+                        )));
+                        vec![198, 51, 100, peer as u8 + 1]
+                    }
+                    Family::Ipv6Unicast => {
+                        Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0, peer as u16 + 1)
+                            .octets()
+                            .to_vec()
+                    }
+                };
+                let checks = LoopChecks {
+                    local_as: LOCAL_AS,
+                    loops: 1,
+                    router_id: u32::from(Ipv4Addr::new(192, 0, 2, 1)),
+                    cluster_ids: vec![CLUSTER],
+                };
+                Arc::new(RouteAttrs::from_attributes(
+                    &PathAttributes::canonical(v),
+                    &nh,
+                    &checks,
+                ))
+            })
+            .clone()
+    }
+}
+
+struct Member {
+    sink: TestSink,
+    joined: Option<Joined>,
+    epoch: u32,
+}
+
+/// What a member holds after reading its bytes: prefix -> (next hop + attributes).
+fn member_table(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, Vec<u8>> {
+    let mut t = BTreeMap::new();
+    let mut rest = bytes;
+    let mut key = Vec::new();
+    while let Ok(Some(len)) = frame(rest, 65535) {
+        let (msg, tail) = rest.split_at(len);
+        rest = tail;
+        let u = parse_update(&msg[19..], params).expect("the group sends valid UPDATEs");
+        assert!(u.treat_as_withdraw.is_none() && u.discarded.is_empty());
+        for n in u.withdrawn_all() {
+            t.remove(&n.prefix);
+        }
+        for n in u.announced() {
+            let mp = n.prefix.family() != Family::Ipv4Unicast;
+            let nh = ribshard_rib::attrs::next_hop_of(&u.attrs, mp);
+            normalized_key(&u.attrs, params, nh, &mut key);
+            t.insert(n.prefix, key.clone());
+        }
+    }
+    assert!(rest.is_empty(), "a partial message");
+    t
+}
+
+type Outcome = (Vec<(Prefix, u32, Vec<u8>)>, Vec<BTreeMap<Prefix, Vec<u8>>>);
+
+fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
+    let p = Pipeline::start(PipelineConfig {
+        shards,
+        update_threads,
+        options: Options::default(),
+    });
+    let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
+    for i in 0..4 {
+        send_all(p.peer_up(i, upstream(i), None).0);
+    }
+    let mut members: Vec<Member> = Vec::new();
+    let join = |m: usize, epoch: u32| -> Member {
+        let sink = TestSink {
+            bytes: Arc::default(),
+            queued: Arc::default(),
+        };
+        let info = PeerInfo {
+            ebgp: !matches!(MEMBERS[m].1, GroupKind::Internal { .. }),
+            router_id: 0x0b00_0000 + m as u32,
+            address: u128::from(0x7f00_0100 + m as u32),
+            local_as: LOCAL_AS,
+            peer_as: MEMBERS[m].2,
+            import_accept: true,
+            rr_cluster: None,
+            rs_client: MEMBERS[m].1 == GroupKind::RouteServer,
+        };
+        let id = MemberId {
+            peer: member_peer(m),
+            epoch,
+        };
+        let (msgs, joined) = p.peer_up(
+            member_peer(m),
+            info,
+            Some((spec(m), id, Box::new(sink.clone()))),
+        );
+        send_all(msgs);
+        Member {
+            sink,
+            joined,
+            epoch,
+        }
+    };
+    // Half the members join before any route, half after the first few operations.
+    for m in 0..3 {
+        members.push(join(m, 0));
+    }
+    let mut pool = Pool(HashMap::new());
+    for (k, o) in ops.iter().enumerate() {
+        if k == 3 {
+            for m in 3..MEMBERS.len() {
+                members.push(join(m, 0));
+            }
+        }
+        match o {
+            Op::Announce {
+                peer,
+                prefixes,
+                variant,
+            } => {
+                let mut b = Batcher::new(*peer, p.config.shards);
+                for &i in prefixes {
+                    let pf = prefix(i);
+                    b.announce(&pool.get(*peer, *variant, pf.family()), Nlri::new(pf));
+                }
+                send_all(
+                    b.take()
+                        .into_iter()
+                        .map(|(i, m)| Target::Shard(i, m))
+                        .collect(),
+                );
+            }
+            Op::Withdraw { peer, prefixes } => {
+                let mut b = Batcher::new(*peer, p.config.shards);
+                for &i in prefixes {
+                    b.withdraw(Nlri::new(prefix(i)));
+                }
+                send_all(
+                    b.take()
+                        .into_iter()
+                        .map(|(i, m)| Target::Shard(i, m))
+                        .collect(),
+                );
+            }
+            Op::Flap { peer } => {
+                send_all(p.peer_down(*peer, None, None));
+                send_all(p.peer_up(*peer, upstream(*peer), None).0);
+            }
+            Op::FlapMember { member } => {
+                if let Some(old) = members.get_mut(*member) {
+                    send_all(p.peer_down(member_peer(*member), None, old.joined.take()));
+                    let epoch = old.epoch + 1;
+                    *old = join(*member, epoch);
+                }
+            }
+        }
+    }
+    if members.len() < MEMBERS.len() {
+        for m in members.len()..MEMBERS.len() {
+            members.push(join(m, 0));
+        }
+    }
+    p.barrier();
+    let rib = p
+        .loc_rib()
+        .into_iter()
+        .map(|(pf, b)| (pf, b.peer, b.attrs.key().to_vec()))
+        .collect();
+    let tables = members
+        .iter()
+        .map(|m| member_table(&m.sink.bytes.lock().unwrap(), &params()))
+        .collect();
+    p.stop();
+    (rib, tables)
+}
+
+const SETTINGS: [(usize, usize); 5] = [(1, 0), (1, 1), (2, 2), (4, 3), (7, 5)];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    #[test]
+    fn same_result_for_every_thread_setting(ops in prop::collection::vec(op(), 1..60)) {
+        let (rib, tables) = run(&ops, 1, 0);
+        // The two members of one update group hold the same table.
+        prop_assert_eq!(&tables[0], &tables[1]);
+        for (s, u) in SETTINGS.into_iter().skip(1) {
+            let (r, t) = run(&ops, s, u);
+            prop_assert_eq!(&r, &rib, "Loc-RIB with {} shards, {} update threads", s, u);
+            for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
+                prop_assert_eq!(a, b, "member {} with {} shards, {} update threads", m, s, u);
+            }
+        }
+    }
+}
+
+/// The export rules as members see them, on a fixed sequence.
+#[test]
+fn export_rules_per_group() {
+    let ops = vec![
+        Op::Announce {
+            peer: 0,
+            prefixes: vec![1],
+            variant: 0,
+        },
+        Op::Announce {
+            peer: 2,
+            prefixes: vec![2, 33],
+            variant: 1,
+        },
+        Op::Announce {
+            peer: 3,
+            prefixes: vec![3],
+            variant: 0,
+        },
+        Op::Announce {
+            peer: 0,
+            prefixes: vec![4],
+            variant: 4,
+        },
+    ];
+    let (rib, t) = run(&ops, 2, 2);
+    // The looping path (our AS in it) is never best.
+    assert!(!rib.iter().any(|(p, _, _)| *p == prefix(4)));
+    assert_eq!(rib.len(), 4);
+    let transit = &t[0];
+    assert_eq!(transit.len(), 4, "everything goes to an external group");
+    let a = RouteAttrs::from_key(transit[&prefix(1)].clone().into(), &LoopChecks::default());
+    assert_eq!(a.neighbor_as, Some(LOCAL_AS), "our AS prepended");
+    assert_eq!(a.next_hop(), &[127, 0, 0, 1], "next hop self");
+    assert_eq!(a.local_pref, None, "no LOCAL_PREF to eBGP");
+    assert_eq!(a.med, 0, "MED not passed to another AS");
+    // Routes from AS 65001 do not go back to AS 65001.
+    assert!(!t[2].contains_key(&prefix(1)));
+    assert!(t[2].contains_key(&prefix(2)));
+    // Plain iBGP: eBGP routes only; the client's route is reflected (client to non-client).
+    let ibgp = &t[3];
+    assert!(ibgp.contains_key(&prefix(1)) && ibgp.contains_key(&prefix(3)));
+    let r = RouteAttrs::from_key(ibgp[&prefix(3)].clone().into(), &LoopChecks::default());
+    assert_eq!(
+        r.originator_id,
+        Some(0x0a00_0004),
+        "ORIGINATOR_ID of the client"
+    );
+    assert_eq!(r.cluster_list_len, 1);
+    assert_eq!(
+        r.next_hop(),
+        &[198, 51, 100, 4],
+        "a reflector keeps the next hop"
+    );
+    let e = RouteAttrs::from_key(ibgp[&prefix(1)].clone().into(), &LoopChecks::default());
+    assert_eq!(e.local_pref, Some(100));
+    assert_eq!(e.neighbor_as, Some(65001), "no prepend inside the AS");
+    // Route server: transparent.
+    let rs = RouteAttrs::from_key(t[5][&prefix(2)].clone().into(), &LoopChecks::default());
+    assert_eq!(rs.neighbor_as, Some(65002));
+    assert_eq!(rs.med, 12);
+    assert_eq!(rs.as_path_len, 2);
+    let v6 = RouteAttrs::from_key(t[5][&prefix(33)].clone().into(), &LoopChecks::default());
+    assert_eq!(v6.next_hop().len(), 16);
+    assert_eq!(v6.next_hop()[15], 3, "route server keeps the IPv6 next hop");
+}
+
+/// A member that stops reading is split from its group and catches up from the shards'
+/// state, withdrawals included, once it drains.
+#[test]
+fn slow_member_catches_up() {
+    for (shards, uts) in [(1, 0), (2, 2)] {
+        let p = Pipeline::start(PipelineConfig {
+            shards,
+            update_threads: uts,
+            options: Options::default(),
+        });
+        let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
+        send_all(p.peer_up(0, upstream(0), None).0);
+        let sinks: Vec<TestSink> = (0..2)
+            .map(|_| TestSink {
+                bytes: Arc::default(),
+                queued: Arc::default(),
+            })
+            .collect();
+        for (m, s) in sinks.iter().enumerate() {
+            let info = PeerInfo {
+                ebgp: true,
+                peer_as: 65010,
+                address: m as u128 + 1,
+                ..upstream(0)
+            };
+            let id = MemberId {
+                peer: 10 + m as u32,
+                epoch: 0,
+            };
+            send_all(
+                p.peer_up(
+                    10 + m as u32,
+                    info,
+                    Some((spec(0), id, Box::new(s.clone()))),
+                )
+                .0,
+            );
+        }
+        let mut pool = Pool(HashMap::new());
+        let announce = |ps: std::ops::Range<u8>, v: u8, pool: &mut Pool| {
+            let mut b = Batcher::new(0, p.config.shards);
+            for i in ps {
+                b.announce(&pool.get(0, v, prefix(i).family()), Nlri::new(prefix(i)));
+            }
+            send_all(
+                b.take()
+                    .into_iter()
+                    .map(|(i, m)| Target::Shard(i, m))
+                    .collect(),
+            );
+        };
+        announce(0..40, 0, &mut pool);
+        p.barrier();
+        // Member 1 stops reading: its queue is past the high-water mark.
+        sinks[1].queued.store(usize::MAX, Ordering::Relaxed);
+        announce(0..20, 1, &mut pool);
+        let mut b = Batcher::new(0, p.config.shards);
+        for i in 20..30 {
+            b.withdraw(Nlri::new(prefix(i)));
+        }
+        send_all(
+            b.take()
+                .into_iter()
+                .map(|(i, m)| Target::Shard(i, m))
+                .collect(),
+        );
+        p.barrier();
+        let (_, groups) = p.stats();
+        let slow = groups[0]
+            .members
+            .iter()
+            .find(|(m, _)| m.peer == 11)
+            .unwrap()
+            .1
+            .clone();
+        assert_eq!(slow.slow_writer, 1, "designated a slow writer once");
+        assert!(slow.write_queue_blocks >= 1);
+        let fast = member_table(&sinks[0].bytes.lock().unwrap(), &params());
+        assert_eq!(
+            fast.len(),
+            30,
+            "the member in step got everything meanwhile"
+        );
+        // It reads again: the next tick starts its catch-up.
+        sinks[1].queued.store(0, Ordering::Relaxed);
+        p.tick();
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        p.barrier();
+        let caught_up = member_table(&sinks[1].bytes.lock().unwrap(), &params());
+        assert_eq!(
+            caught_up, fast,
+            "with {shards} shards, {uts} update threads"
+        );
+        p.stop();
+    }
+}

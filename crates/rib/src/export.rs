@@ -1,0 +1,303 @@
+//! Export: what an update group advertises for a best path. Runs in the shard that owns the
+//! prefix, once per (attribute set, source peer, group) thanks to [`ExportCache`]; the update
+//! thread then only packs and sends.
+//!
+//! The rules, by kind of group:
+//! - external (eBGP): our AS prepended, next hop set to our address, LOCAL_PREF, MED
+//!   (RFC 4271 sections 5.1.4 and 5.1.5), ORIGINATOR_ID and CLUSTER_LIST removed; a path whose
+//!   neighbor AS is the group's peer AS is not sent back to it (Junos without
+//!   `advertise-peer-as`).
+//! - route server clients (RFC 7947 section 2.2): AS_PATH, NEXT_HOP and MED unchanged,
+//!   LOCAL_PREF, ORIGINATOR_ID and CLUSTER_LIST removed.
+//! - internal (iBGP): a path learned over iBGP goes to an iBGP peer only by route reflection
+//!   (RFC 4456 section 6): from a client to everyone, from a non-client to clients only;
+//!   reflecting sets ORIGINATOR_ID and prepends the cluster id to CLUSTER_LIST (section 8).
+//!   LOCAL_PREF is set (100 for paths from eBGP), the next hop is kept unless `next-hop-self`.
+//!
+//! Everywhere: unrecognized non-transitive attributes are dropped and unrecognized transitive
+//! ones get the Partial bit (RFC 4271 section 5); towards a 2-octet AS speaker, AS4_PATH and
+//! AS4_AGGREGATOR carry what AS_TRANS hides (RFC 6793 section 4.2.2).
+
+use crate::attrs::RouteAttrs;
+use crate::shard::{PeerIndex, PeerInfo};
+use ribshard_wire::attr::{self, flags};
+use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
+use ribshard_wire::update::segment;
+use ribshard_wire::{Family, SessionParams};
+use std::collections::HashMap;
+use std::hash::{Hash, Hasher};
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+
+/// What kind of peers an update group holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum GroupKind {
+    External,
+    RouteServer,
+    Internal {
+        /// Its members are our route reflection clients, in this cluster.
+        client_cluster: Option<u32>,
+    },
+}
+
+/// Everything export needs to know of an update group: identical for all its members.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct GroupSpec {
+    /// The configured group, for display.
+    pub name: String,
+    pub kind: GroupKind,
+    /// Our AS towards the group (Junos `local-as` per group).
+    pub local_as: u32,
+    /// The members' AS (one per update group for external groups).
+    pub peer_as: u32,
+    pub router_id: Ipv4Addr,
+    /// Advertise ourselves as next hop (always for external groups).
+    pub next_hop_self: bool,
+    /// Our addresses on the members' sessions, for next-hop-self.
+    pub local_v4: Option<Ipv4Addr>,
+    pub local_v6: Option<Ipv6Addr>,
+    /// Export policy: everything (true) or nothing (false).
+    pub export_accept: bool,
+    /// How the members' sessions encode UPDATEs (AS width, message size, Add-Path send).
+    pub params: SessionParams,
+    /// Families negotiated with the members, per [`Family::index`].
+    pub families: [bool; 2],
+}
+
+/// An attribute set as one update group sends it: encoded once for the group's sessions.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Exported {
+    pub family: Family,
+    /// The path attributes, encoded, without MP_REACH_NLRI (IPv4 unicast ones hold
+    /// NEXT_HOP; others go with [`Exported::mp_next_hop`]).
+    pub attrs: Box<[u8]>,
+    /// The MP_REACH_NLRI next hop (empty for IPv4 unicast).
+    pub mp_next_hop: Box<[u8]>,
+}
+
+impl Hash for Exported {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.family.hash(h);
+        self.attrs.hash(h);
+        self.mp_next_hop.hash(h);
+    }
+}
+
+/// Computes what a group advertises for a path; `None` if the group must not get it.
+pub fn export(
+    spec: &GroupSpec,
+    src: &PeerInfo,
+    attrs: &RouteAttrs,
+    family: Family,
+) -> Option<Exported> {
+    if !spec.export_accept || spec.families.get(family.index()) != Some(&true) {
+        return None;
+    }
+    let from_ibgp = !src.ebgp;
+    match spec.kind {
+        GroupKind::Internal { client_cluster } => {
+            // RFC 4456 section 6: non-client to non-client is never reflected.
+            if from_ibgp && src.rr_cluster.is_none() && client_cluster.is_none() {
+                return None;
+            }
+        }
+        GroupKind::External => {
+            if attrs.neighbor_as == Some(spec.peer_as) {
+                return None;
+            }
+        }
+        GroupKind::RouteServer => {}
+    }
+    let mut a = attrs.attributes();
+    a.remove(attr::MP_REACH_NLRI);
+    a.remove(attr::MP_UNREACH_NLRI);
+    a.remove(attr::AS4_PATH);
+    a.remove(attr::AS4_AGGREGATOR);
+    // RFC 4271 section 5: unrecognized attributes.
+    a.list.retain(|x| match x.value {
+        AttrValue::Unknown { .. } => x.flags & flags::TRANSITIVE != 0,
+        _ => true,
+    });
+    for x in &mut a.list {
+        if matches!(x.value, AttrValue::Unknown { .. }) {
+            x.flags |= flags::PARTIAL;
+        }
+    }
+    let mut next_hop_self = spec.next_hop_self;
+    match spec.kind {
+        GroupKind::External => {
+            prepend(&mut a, spec.local_as);
+            a.remove(attr::LOCAL_PREF);
+            a.remove(attr::MULTI_EXIT_DISC);
+            a.remove(attr::ORIGINATOR_ID);
+            a.remove(attr::CLUSTER_LIST);
+            next_hop_self = true;
+        }
+        GroupKind::RouteServer => {
+            a.remove(attr::LOCAL_PREF);
+            a.remove(attr::ORIGINATOR_ID);
+            a.remove(attr::CLUSTER_LIST);
+            next_hop_self = false;
+        }
+        GroupKind::Internal { client_cluster } => {
+            let lp = if src.ebgp {
+                100
+            } else {
+                attrs.local_pref.unwrap_or(100)
+            };
+            a.set(AttrValue::LocalPref(lp));
+            if from_ibgp {
+                // Reflection (RFC 4456 section 8). The cluster is the client's when the path
+                // comes from one, else the receiving clients'.
+                if a.get(attr::ORIGINATOR_ID).is_none() {
+                    a.set(AttrValue::OriginatorId(Ipv4Addr::from(src.router_id)));
+                }
+                let cluster = src.rr_cluster.or(client_cluster).unwrap_or(0);
+                let mut list = match a.get(attr::CLUSTER_LIST) {
+                    Some(AttrValue::ClusterList(l)) => l.clone(),
+                    _ => Vec::new(),
+                };
+                list.insert(0, cluster);
+                a.set(AttrValue::ClusterList(list));
+                // A reflector does not change the next hop of a reflected path.
+                next_hop_self = false;
+            }
+        }
+    }
+    let received = attrs.next_hop();
+    let mp_next_hop: Box<[u8]> = match family {
+        Family::Ipv4Unicast => {
+            let nh = if next_hop_self {
+                spec.local_v4.unwrap_or(spec.router_id)
+            } else {
+                <[u8; 4]>::try_from(received)
+                    .map(Ipv4Addr::from)
+                    .unwrap_or_else(|_| spec.local_v4.unwrap_or(spec.router_id))
+            };
+            a.set(AttrValue::NextHop(nh));
+            Box::new([])
+        }
+        Family::Ipv6Unicast => {
+            a.remove(attr::NEXT_HOP);
+            if next_hop_self || received.len() < 16 {
+                let v6 = spec
+                    .local_v6
+                    .unwrap_or_else(|| spec.local_v4.unwrap_or(spec.router_id).to_ipv6_mapped());
+                Box::new(v6.octets())
+            } else if spec.kind == GroupKind::RouteServer || from_ibgp {
+                received.into()
+            } else {
+                // A link-local next hop means nothing beyond its link: keep the global one.
+                received.get(..16).unwrap_or(received).into()
+            }
+        }
+    };
+    if !spec.params.four_octet_as {
+        add_as4(&mut a);
+    }
+    let mut out = Vec::with_capacity(64 + attrs.raw().len());
+    a.encode(&spec.params, &mut out);
+    Some(Exported {
+        family,
+        attrs: out.into_boxed_slice(),
+        mp_next_hop,
+    })
+}
+
+/// Prepends an AS to AS_PATH (RFC 4271 section 5.1.2).
+fn prepend(a: &mut PathAttributes, asn: u32) {
+    let mut path = a.as_path().cloned().unwrap_or_default();
+    match path.segments.first_mut() {
+        Some(s) if s.kind == segment::AS_SEQUENCE && s.asns.len() < 255 => s.asns.insert(0, asn),
+        _ => path.segments.insert(
+            0,
+            AsSegment {
+                kind: segment::AS_SEQUENCE,
+                asns: vec![asn],
+            },
+        ),
+    }
+    a.set(AttrValue::AsPath(path));
+}
+
+/// Towards a 2-octet AS speaker: AS4_PATH and AS4_AGGREGATOR when a 4-octet ASN would be
+/// hidden behind AS_TRANS (RFC 6793 section 4.2.2).
+fn add_as4(a: &mut PathAttributes) {
+    let wide = |x: u32| x > u32::from(u16::MAX);
+    if let Some(p) = a.as_path() {
+        if p.segments.iter().flat_map(|s| &s.asns).any(|&x| wide(x)) {
+            let segs: Vec<AsSegment> = p
+                .segments
+                .iter()
+                .filter(|s| s.kind == segment::AS_SEQUENCE || s.kind == segment::AS_SET)
+                .cloned()
+                .collect();
+            a.set(AttrValue::As4Path(AsPath { segments: segs }));
+        }
+    }
+    if let Some(AttrValue::Aggregator(g)) = a.get(attr::AGGREGATOR).cloned() {
+        if wide(g.asn) {
+            a.set(AttrValue::As4Aggregator(g));
+        }
+    }
+}
+
+/// A source set (held so its address stays unique) and what it exports to.
+type CacheEntry = (Arc<RouteAttrs>, Option<Arc<Exported>>);
+
+/// Export results of one update group, computed once per (attribute set, source peer) and
+/// interned so that equal results are one `Arc` (the update thread packs by pointer).
+#[derive(Default)]
+pub struct ExportCache {
+    /// Keyed by the source set's address; the value holds the set, so the address cannot be
+    /// reused while the entry exists.
+    by_source: HashMap<(usize, PeerIndex), CacheEntry>,
+    interned: HashMap<Arc<Exported>, ()>,
+    sweep_at: usize,
+}
+
+impl ExportCache {
+    pub fn get(
+        &mut self,
+        spec: &GroupSpec,
+        src: &PeerInfo,
+        peer: PeerIndex,
+        attrs: &Arc<RouteAttrs>,
+        family: Family,
+    ) -> Option<Arc<Exported>> {
+        let key = (Arc::as_ptr(attrs) as usize, peer);
+        if let Some((_, e)) = self.by_source.get(&key) {
+            if e.as_ref().map_or(true, |e| e.family == family) {
+                return e.clone();
+            }
+        }
+        if self.by_source.len() >= self.sweep_at.max(4096) {
+            self.sweep();
+        }
+        let e = export(spec, src, attrs, family).map(|e| match self.interned.get_key_value(&e) {
+            Some((k, _)) => k.clone(),
+            None => {
+                let a = Arc::new(e);
+                self.interned.insert(a.clone(), ());
+                a
+            }
+        });
+        self.by_source.insert(key, (attrs.clone(), e.clone()));
+        e
+    }
+
+    /// Forgets results whose source set no path holds any more.
+    pub fn sweep(&mut self) {
+        self.by_source.retain(|_, (a, _)| Arc::strong_count(a) > 1);
+        self.interned.retain(|e, _| Arc::strong_count(e) > 1);
+        self.sweep_at = self.by_source.len() * 2;
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_source.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_source.is_empty()
+    }
+}
