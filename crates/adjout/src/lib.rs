@@ -359,7 +359,9 @@ fn send(m: &mut Member, bytes: Bytes) -> bool {
         m.stats.write_queue_blocks += 1;
         return false;
     }
-    if m.sink.queued() > HIGH_WATER {
+    // A member receiving a table dump takes it all: the dump is bounded by the table, and
+    // splitting it off would only restart the dump.
+    if m.sink.queued() > HIGH_WATER && !matches!(m.state, State::Dumping { .. }) {
         m.stats.write_queue_blocks += 1;
         m.stats.slow_writer += 1;
         tracing::info!(

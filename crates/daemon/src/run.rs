@@ -1,7 +1,9 @@
-//! `ribshard run`: the daemon in the foreground. Today it runs the sessions of every
-//! configured neighbor; the sharded pipeline (issue 4) consumes what they receive.
+//! `ribshard run`: the daemon in the foreground: the sessions of every configured neighbor
+//! feeding the sharded pipeline (shard threads, update threads), until SIGTERM.
 
 use crate::config::{Config, GroupType, Peer};
+use ribshard_engine::negotiate::Routing;
+use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_mrt::MrtWriter;
 use std::io::BufWriter;
@@ -42,6 +44,43 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
             .description
             .clone()
             .unwrap_or_else(|| format!("{} in group {}", p.address, p.group)),
+        routing: Routing {
+            group: p.group.clone(),
+            import_accept: accepts(&p.import),
+            export_accept: accepts(&p.export),
+            cluster: p.cluster,
+            cluster_ids: c
+                .peers
+                .iter()
+                .filter_map(|q| q.cluster)
+                .map(u32::from)
+                .collect(),
+            route_server_client: p.route_server_client,
+            next_hop_self: p.next_hop_self,
+            loops: p.loops,
+        },
+    }
+}
+
+/// Evaluates a policy chain of the built-in policies: the first of "accept" and "reject"
+/// decides; an empty chain rejects.
+fn accepts(chain: &[String]) -> bool {
+    chain
+        .iter()
+        .find_map(|p| match p.as_str() {
+            "accept" => Some(true),
+            "reject" => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// The pipeline's threads as configured: 0 shards is one RIB thread.
+pub fn pipeline_config(c: &Config) -> PipelineConfig {
+    PipelineConfig {
+        shards: (c.threading.shards as usize).max(1),
+        update_threads: c.threading.update_threads as usize,
+        options: ribshard_rib::Options::default(),
     }
 }
 
@@ -58,13 +97,31 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
     rt.block_on(async move {
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
-        let sessions = Sessions::start(peers.clone(), &config.listen, tx).await?;
+        let pc = pipeline_config(&config);
+        let pipeline = Pipeline::start(pc);
+        // The tap carries every received UPDATE; only the update dump needs it.
+        let tap = opts.dump_updates.is_some().then_some(tx);
+        let sessions =
+            Sessions::start_with(peers.clone(), &config.listen, tap, Some(pipeline.clone()))
+                .await?;
         info!(
             local_as = config.local_as,
             router_id = %config.router_id,
             neighbors = peers.len(),
+            shards = pipeline.config.shards,
+            update_threads = pc.update_threads,
             "ribshard running"
         );
+        let ticker = {
+            let p = pipeline.clone();
+            tokio::spawn(async move {
+                let mut t = tokio::time::interval(Duration::from_millis(200));
+                loop {
+                    t.tick().await;
+                    p.tick();
+                }
+            })
+        };
         let mut dump = match &opts.dump_updates {
             Some(path) => Some(MrtWriter::new(BufWriter::new(
                 std::fs::File::create(path)
@@ -75,7 +132,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         loop {
             tokio::select! {
-                m = rx.recv() => {
+                m = rx.recv(), if opts.dump_updates.is_some() => {
                     let Some(m) = m else { break };
                     consume(m, &peers, &config, dump.as_mut());
                     // Drain what is queued, then flush the dump once.
@@ -94,6 +151,8 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         sessions
             .shutdown("ribshard is shutting down", Duration::from_secs(2))
             .await;
+        ticker.abort();
+        let _ = tokio::task::spawn_blocking(move || pipeline.stop()).await;
         if let Some(mut d) = dump {
             d.flush()?;
         }

@@ -34,6 +34,42 @@ pub struct PeerSettings {
     pub add_path_send: bool,
     /// A name for logs.
     pub description: String,
+    /// How the pipeline treats the neighbor's routes and what it advertises to it.
+    pub routing: Routing,
+}
+
+/// The routing side of a neighbor's configuration.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Routing {
+    /// The configured group (update groups never span configured groups).
+    pub group: String,
+    /// Import policy: accept (true) or reject (false) everything.
+    pub import_accept: bool,
+    /// Export policy: advertise (true) or nothing (false).
+    pub export_accept: bool,
+    /// Route reflection: the neighbor is our client in this cluster (RFC 4456).
+    pub cluster: Option<Ipv4Addr>,
+    /// Every cluster id we use, for CLUSTER_LIST loop detection.
+    pub cluster_ids: Vec<u32>,
+    pub route_server_client: bool,
+    pub next_hop_self: bool,
+    /// Our AS may appear this many times minus one in a received AS_PATH (Junos `loops`).
+    pub loops: u8,
+}
+
+impl Default for Routing {
+    fn default() -> Self {
+        Routing {
+            group: String::new(),
+            import_accept: true,
+            export_accept: false,
+            cluster: None,
+            cluster_ids: Vec::new(),
+            route_server_client: false,
+            next_hop_self: false,
+            loops: 1,
+        }
+    }
 }
 
 /// The session as both OPENs made it.

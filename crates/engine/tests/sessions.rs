@@ -45,6 +45,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         add_path_receive: false,
         add_path_send: false,
         description: "test".into(),
+        routing: Default::default(),
     }
 }
 

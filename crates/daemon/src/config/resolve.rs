@@ -62,6 +62,8 @@ pub struct Peer {
     pub add_path_receive: bool,
     /// Add-Path: offer to send several paths per prefix.
     pub add_path_send: bool,
+    /// Junos `loops`: our AS may appear `loops - 1` times in a received AS_PATH.
+    pub loops: u8,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -310,6 +312,15 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
         );
     }
 
+    if threading.update_threads == 0 && threading.shards > 1 {
+        invalid(
+            &mut errs,
+            "bgp.update-threading.number-of-threads".into(),
+            0,
+            "RIB sharding needs update threading (as in Junos): set number-of-shards to 0 or 1 for the single-threaded mode",
+        );
+    }
+
     let mut peers = Vec::new();
     let mut group_names: HashMap<String, String> = HashMap::new();
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
@@ -466,6 +477,7 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 role: pick!(role).and_then(|r| role(&r)),
                 add_path_receive: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "receive")),
                 add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send")),
+                loops: pick!(loops).unwrap_or(1),
             });
         }
     }

@@ -52,6 +52,9 @@ macro_rules! with_peer_settings {
             pub role: Option<String>,
             /// Add-Path (RFC 7911) in the negotiated families: "receive" and/or "send".
             pub add_path: Option<Vec<String>>,
+            /// Accept received paths holding our AS up to this many times minus one (Junos
+            /// `loops`). Default 1: a path with our AS is a loop.
+            pub loops: Option<u8>,
         }
     };
 }

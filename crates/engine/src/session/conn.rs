@@ -26,6 +26,23 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
+    /// Counts bytes handed to the writer.
+    fn enqueued(&self, len: u64) {
+        if self.queued.load(Ordering::Relaxed) == self.written.load(Ordering::Relaxed) {
+            // Nothing was waiting: the stall clock starts now.
+            self.last_write_ms
+                .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
+        }
+        self.queued.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// Octets queued and not yet written.
+    pub(crate) fn backlog(&self) -> usize {
+        self.queued
+            .load(Ordering::Relaxed)
+            .saturating_sub(self.written.load(Ordering::Relaxed)) as usize
+    }
+
     /// How long queued data has waited without any write completing; zero if nothing waits.
     pub(crate) fn stalled_for(&self) -> std::time::Duration {
         if self.queued.load(Ordering::Relaxed) == self.written.load(Ordering::Relaxed) {
@@ -35,6 +52,26 @@ impl Progress {
         self.base
             .elapsed()
             .saturating_sub(std::time::Duration::from_millis(last))
+    }
+}
+
+/// A connection's UPDATE stream, as an update group sees it.
+pub(crate) struct RouteSink {
+    tx: mpsc::UnboundedSender<Bytes>,
+    progress: Arc<Progress>,
+}
+
+impl ribshard_adjout::Sink for RouteSink {
+    fn send(&self, bytes: Bytes) -> bool {
+        let len = bytes.len() as u64;
+        let ok = self.tx.send(bytes).is_ok();
+        if ok {
+            self.progress.enqueued(len);
+        }
+        ok
+    }
+    fn queued(&self) -> usize {
+        self.progress.backlog()
     }
 }
 
@@ -49,6 +86,9 @@ pub(crate) struct Conn {
     read: OwnedReadHalf,
     buf: BytesMut,
     write: Option<mpsc::Sender<Bytes>>,
+    /// UPDATEs from the update groups: unbounded here, bounded by the group's high-water
+    /// mark on [`Progress::backlog`].
+    routes: mpsc::UnboundedSender<Bytes>,
     pub(crate) progress: Arc<Progress>,
     /// We initiated this connection (collision resolution needs to know, RFC 4271 6.8).
     pub(crate) outgoing: bool,
@@ -64,6 +104,7 @@ impl Conn {
     pub(crate) fn new(stream: TcpStream, outgoing: bool) -> Conn {
         let (read, mut write) = stream.into_split();
         let (tx, mut rx) = mpsc::channel::<Bytes>(WRITE_QUEUE);
+        let (routes, mut routes_rx) = mpsc::unbounded_channel::<Bytes>();
         let progress = Arc::new(Progress {
             base: Instant::now(),
             queued: AtomicU64::new(0),
@@ -72,7 +113,23 @@ impl Conn {
         });
         let p = progress.clone();
         let writer = tokio::spawn(async move {
-            while let Some(b) = rx.recv().await {
+            let mut routes_open = true;
+            loop {
+                // Keepalives and NOTIFICATIONs go before queued UPDATEs.
+                let b = tokio::select! {
+                    biased;
+                    m = rx.recv() => match m {
+                        Some(b) => b,
+                        None => break,
+                    },
+                    m = routes_rx.recv(), if routes_open => match m {
+                        Some(b) => b,
+                        None => {
+                            routes_open = false;
+                            continue;
+                        }
+                    },
+                };
                 if write.write_all(&b).await.is_err() {
                     return;
                 }
@@ -88,6 +145,7 @@ impl Conn {
             read,
             buf: BytesMut::with_capacity(1 << 16),
             write: Some(tx),
+            routes,
             progress,
             outgoing,
             write_queue_blocks: 0,
@@ -100,21 +158,27 @@ impl Conn {
     pub(crate) fn send(&mut self, msg: Bytes) {
         let Some(tx) = &self.write else { return };
         let len = msg.len() as u64;
-        if self.progress.queued.load(Ordering::Relaxed)
-            == self.progress.written.load(Ordering::Relaxed)
-        {
-            // Nothing was waiting: the stall clock starts now.
-            self.progress.last_write_ms.store(
-                self.progress.base.elapsed().as_millis() as u64,
-                Ordering::Relaxed,
-            );
-        }
         match tx.try_send(msg) {
-            Ok(()) => {
-                self.progress.queued.fetch_add(len, Ordering::Relaxed);
-            }
+            Ok(()) => self.progress.enqueued(len),
             Err(_) => self.write_queue_blocks += 1,
         }
+    }
+
+    /// Where the update groups write this connection's UPDATEs.
+    pub(crate) fn route_sink(&self) -> RouteSink {
+        RouteSink {
+            tx: self.routes.clone(),
+            progress: self.progress.clone(),
+        }
+    }
+
+    pub(crate) fn local_addr(&self) -> Option<std::net::SocketAddr> {
+        self.read.local_addr().ok()
+    }
+
+    /// Whether a whole message is already buffered (reading it will not wait).
+    pub(crate) fn has_message(&self, max_len: usize) -> bool {
+        matches!(frame(&self.buf, max_len), Ok(Some(_)))
     }
 
     /// Closes after everything queued is written, or after [`CLOSE_GRACE`].

@@ -4,16 +4,22 @@
 mod conn;
 
 use crate::negotiate::{build_open, negotiate, Negotiated, PeerSettings};
+use crate::pipeline::{Batcher, Joined, Pipeline, Target, BATCH};
 use crate::socket::{self, ConnectOptions};
 use bytes::Bytes;
 use conn::{Conn, ReadError};
+use ribshard_adjout::MemberId;
 use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
+use ribshard_rib::attrs::next_hop_of;
+use ribshard_rib::shard::families;
+use ribshard_rib::{GroupKind, GroupSpec, Interner, LoopChecks, PeerInfo};
 use ribshard_wire::message::{MessageType, HEADER_LEN, MAX_MESSAGE_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub, Notification};
 use ribshard_wire::{decode, keepalive, parse_update, Family, Message, Nlri, Open, SessionParams};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
 use tokio::sync::{mpsc, watch};
@@ -120,17 +126,28 @@ pub struct Sessions {
 }
 
 impl Sessions {
-    /// Binds the listeners and starts every session.
+    /// Binds the listeners and starts every session; what they receive goes to `inbound`.
     pub async fn start(
         peers: Vec<PeerSettings>,
         listen: &[SocketAddr],
         inbound: mpsc::Sender<Inbound>,
     ) -> io::Result<Sessions> {
+        Sessions::start_with(peers, listen, Some(inbound), None).await
+    }
+
+    /// Binds the listeners and starts every session, feeding the pipeline (routes, peers up
+    /// and down) and, if given, the tap (every event, for dumps and tests).
+    pub async fn start_with(
+        peers: Vec<PeerSettings>,
+        listen: &[SocketAddr],
+        inbound: Option<mpsc::Sender<Inbound>>,
+        pipeline: Option<Arc<Pipeline>>,
+    ) -> io::Result<Sessions> {
         let mut handles = Vec::with_capacity(peers.len());
         for (i, s) in peers.into_iter().enumerate() {
             let (tx, rx) = mpsc::channel(16);
             let (status_tx, status_rx) = watch::channel(SessionStatus::default());
-            let session = Session::new(i, s.clone(), status_tx, inbound.clone());
+            let session = Session::new(i, s.clone(), status_tx, inbound.clone(), pipeline.clone());
             let task = tokio::spawn(session.run(rx));
             let _ = tx.send(Control::Start).await;
             handles.push(SessionHandle {
@@ -229,6 +246,55 @@ impl Sessions {
     }
 }
 
+/// Something a session hands on, in order.
+enum Out {
+    Tap(Inbound),
+    Pipe(Target),
+}
+
+/// Delivers the oldest pending item once its queue has room. Cancel-safe: the item leaves
+/// `pending` only with a reserved slot.
+async fn deliver(
+    pending: &mut VecDeque<Out>,
+    tap: &Option<mpsc::Sender<Inbound>>,
+    pipeline: &Option<Arc<Pipeline>>,
+) {
+    let sender_shard = |i: usize| pipeline.as_ref().and_then(|p| p.shard_senders().get(i));
+    let sender_update = |i: usize| pipeline.as_ref().and_then(|p| p.update_senders().get(i));
+    match pending.front() {
+        None => std::future::pending().await,
+        Some(Out::Tap(_)) => {
+            let permit = match tap {
+                Some(t) => t.reserve().await.ok(),
+                None => None,
+            };
+            // Without a permit the receiver is gone: the item is dropped, never retried.
+            if let (Some(p), Some(Out::Tap(m))) = (permit, pending.pop_front()) {
+                p.send(m);
+            }
+        }
+        Some(Out::Pipe(Target::Shard(i, _))) => {
+            let permit = match sender_shard(*i) {
+                Some(s) => s.reserve().await.ok(),
+                None => None,
+            };
+            if let (Some(p), Some(Out::Pipe(Target::Shard(_, m)))) = (permit, pending.pop_front()) {
+                p.send(m);
+            }
+        }
+        Some(Out::Pipe(Target::Update(i, _))) => {
+            let permit = match sender_update(*i) {
+                Some(s) => s.reserve().await.ok(),
+                None => None,
+            };
+            if let (Some(p), Some(Out::Pipe(Target::Update(_, m)))) = (permit, pending.pop_front())
+            {
+                p.send(m);
+            }
+        }
+    }
+}
+
 /// Answers a connection we will not take with a NOTIFICATION, then closes it.
 async fn reject(stream: TcpStream, n: Notification) {
     let mut c = Conn::new(stream, false);
@@ -303,10 +369,19 @@ struct Session {
     negotiated: Option<Negotiated>,
     adj_rib_in: [HashSet<Nlri>; 2],
     status: watch::Sender<SessionStatus>,
-    inbound: mpsc::Sender<Inbound>,
-    /// What waits for room in the pipeline, in order; the socket is not read meanwhile,
-    /// and nothing (Up and Down included) is ever dropped.
-    pending: VecDeque<Inbound>,
+    tap: Option<mpsc::Sender<Inbound>>,
+    pipeline: Option<Arc<Pipeline>>,
+    /// What waits for room in the pipeline or the tap, in order; the socket is not read
+    /// meanwhile, and nothing (Up and Down included) is ever dropped.
+    pending: VecDeque<Out>,
+    /// This session's attribute sets (a new table per Established session: export results
+    /// are cached per set, and the neighbor's identity may change between sessions).
+    interner: Option<Interner>,
+    batcher: Option<Batcher>,
+    joined: Option<Joined>,
+    epoch: u32,
+    /// Families whose routes are kept stale for a restarting neighbor, and until when.
+    stale: Option<([bool; 2], Instant)>,
     admin_down: bool,
     /// How the session is ending, for graceful restart (RFC 4724 section 4.2, RFC 8538).
     ending: Ending,
@@ -320,7 +395,8 @@ impl Session {
         index: usize,
         s: PeerSettings,
         status: watch::Sender<SessionStatus>,
-        inbound: mpsc::Sender<Inbound>,
+        tap: Option<mpsc::Sender<Inbound>>,
+        pipeline: Option<Arc<Pipeline>>,
     ) -> Session {
         let fsm = Fsm::new(FsmConfig {
             hold_time: s.hold_time,
@@ -342,8 +418,14 @@ impl Session {
             negotiated: None,
             adj_rib_in: [HashSet::new(), HashSet::new()],
             status,
-            inbound,
+            tap,
+            pipeline,
             pending: VecDeque::new(),
+            interner: None,
+            batcher: None,
+            joined: None,
+            epoch: 0,
+            stale: None,
             admin_down: false,
             ending: Ending::Other,
             held_down: false,
@@ -363,7 +445,10 @@ impl Session {
     async fn run(mut self, mut ctl: mpsc::Receiver<Control>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
-            let deadline = self.timers.next();
+            let deadline = match (self.timers.next(), self.stale.map(|s| s.1)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
             let reading = self.conn.is_some() && self.pending.is_empty();
             let has_pending = !self.pending.is_empty();
             let has_connecting = self.connecting.is_some();
@@ -373,7 +458,8 @@ impl Session {
                 let conn = self.conn.as_mut();
                 let secondary = self.secondary.as_mut();
                 let connecting = self.connecting.as_mut();
-                let inbound = &self.inbound;
+                let tap = &self.tap;
+                let pipeline = &self.pipeline;
                 let pending = &mut self.pending;
                 tokio::select! {
                     c = ctl.recv() => Wake::Control(c),
@@ -389,12 +475,7 @@ impl Session {
                             None => std::future::pending().await,
                         }
                     }, if has_secondary => Wake::Secondary(r),
-                    permit = inbound.reserve(), if has_pending => {
-                        if let (Ok(p), Some(m)) = (permit, pending.pop_front()) {
-                            p.send(m);
-                        }
-                        Wake::Delivered
-                    }
+                    _ = deliver(pending, tap, pipeline), if has_pending => Wake::Delivered,
                     r = async move {
                         match connecting {
                             Some(h) => h.await,
@@ -413,7 +494,14 @@ impl Session {
             match wake {
                 Wake::Control(Some(c)) => self.control(c),
                 Wake::Control(None) => return,
-                Wake::Read(r) => self.received(r),
+                Wake::Read(r) => {
+                    self.received(r);
+                    // Hand routes on when the batch is full or nothing more is buffered.
+                    let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
+                    if !more || self.batcher.as_ref().is_some_and(|b| b.len() >= BATCH) {
+                        self.flush_routes();
+                    }
+                }
                 Wake::Secondary(r) => self.secondary_message(r),
                 Wake::Delivered => {}
                 Wake::Connected(r) => {
@@ -431,7 +519,10 @@ impl Session {
                         Err(_) => {}
                     }
                 }
-                Wake::Timer => self.timers_expired(),
+                Wake::Timer => {
+                    self.timers_expired();
+                    self.stale_expired();
+                }
                 Wake::Tick => self.check_send_hold(),
             }
         }
@@ -623,7 +714,15 @@ impl Session {
             }
             Ok(Message::RouteRefresh(rr)) => {
                 if self.fsm.state() == State::Established {
-                    self.pending.push_back(Inbound::RouteRefresh {
+                    // RFC 2918: the table again. Enhanced route refresh (RFC 7313) markers
+                    // (BoRR/EoRR) are not sent; a plain re-advertisement is what RFC 2918 asks.
+                    if rr.subtype == 0 {
+                        if let (Some(p), Some(j)) = (&self.pipeline, &self.joined) {
+                            let t = p.refresh(j);
+                            self.pending.push_back(Out::Pipe(t));
+                        }
+                    }
+                    self.tap(Inbound::RouteRefresh {
                         peer: self.index,
                         afi: rr.afi,
                         safi: rr.safi,
@@ -674,6 +773,32 @@ impl Session {
         if let Some(f) = end_of_rib {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
+        if let (Some(b), Some(interner)) = (self.batcher.as_mut(), self.interner.as_mut()) {
+            for n in parsed.withdrawn_all() {
+                b.withdraw(n);
+            }
+            if parsed.treat_as_withdraw.is_none() {
+                if !parsed.nlri.is_empty() {
+                    let a =
+                        interner.intern(&parsed.attrs, &params, next_hop_of(&parsed.attrs, false));
+                    for n in parsed.nlri.iter() {
+                        b.announce(&a, n);
+                    }
+                }
+                if let Some(nlri) = parsed.attrs.mp_reach.and_then(|m| m.nlri) {
+                    if !nlri.is_empty() {
+                        let a = interner.intern(
+                            &parsed.attrs,
+                            &params,
+                            next_hop_of(&parsed.attrs, true),
+                        );
+                        for n in nlri.iter() {
+                            b.announce(&a, n);
+                        }
+                    }
+                }
+            }
+        }
         for n in parsed.withdrawn_all() {
             if let Some(set) = self.adj_rib_in.get_mut(n.prefix.family().index()) {
                 set.remove(&Nlri {
@@ -699,17 +824,202 @@ impl Session {
         if self.check_prefix_limits() {
             return;
         }
-        self.pending.push_back(match end_of_rib {
-            Some(family) => Inbound::EndOfRib {
-                peer: self.index,
-                family,
+        if let Some(family) = end_of_rib {
+            // RFC 4724 section 4.2: stale routes of the family that were not sent again go.
+            if let Some((f, until)) = self.stale {
+                if f.get(family.index()) == Some(&true) {
+                    let mut left = f;
+                    if let Some(x) = left.get_mut(family.index()) {
+                        *x = false;
+                    }
+                    self.stale = (left != [false; 2]).then_some((left, until));
+                    let mut only = [false; 2];
+                    if let Some(x) = only.get_mut(family.index()) {
+                        *x = true;
+                    }
+                    self.flush_routes();
+                    self.push_flush_stale(only);
+                }
+            }
+        }
+        if self.tap.is_some() {
+            self.tap(match end_of_rib {
+                Some(family) => Inbound::EndOfRib {
+                    peer: self.index,
+                    family,
+                },
+                None => Inbound::Update {
+                    peer: self.index,
+                    message: msg,
+                    params,
+                },
+            });
+        }
+    }
+
+    fn tap(&mut self, m: Inbound) {
+        if self.tap.is_some() {
+            self.pending.push_back(Out::Tap(m));
+        }
+    }
+
+    /// Queues the routes batched so far for their shards.
+    fn flush_routes(&mut self) {
+        if let Some(b) = self.batcher.as_mut() {
+            if !b.is_empty() {
+                for (i, m) in b.take() {
+                    self.pending.push_back(Out::Pipe(Target::Shard(i, m)));
+                }
+            }
+        }
+    }
+
+    fn push_flush_stale(&mut self, families: [bool; 2]) {
+        if let Some(p) = &self.pipeline {
+            for t in p.flush_stale(self.index as u32, families) {
+                self.pending.push_back(Out::Pipe(t));
+            }
+        }
+    }
+
+    /// The restart time of a neighbor that did not come back (or send End-of-RIB) is over.
+    fn stale_expired(&mut self) {
+        if let Some((f, until)) = self.stale {
+            if until <= Instant::now() {
+                info!(peer = %self.name(), "graceful restart: restart time over, stale routes removed");
+                self.stale = None;
+                self.push_flush_stale(f);
+            }
+        }
+    }
+
+    /// The session reached Established: join the pipeline.
+    fn pipeline_up(&mut self, n: &Negotiated) {
+        let Some(p) = self.pipeline.clone() else {
+            return;
+        };
+        let r = &self.s.routing;
+        let peer = self.index as u32;
+        let info = PeerInfo {
+            ebgp: !self.s.internal,
+            router_id: u32::from(n.peer_id),
+            address: match self.s.address {
+                IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
+                IpAddr::V6(a) => u128::from(a),
             },
-            None => Inbound::Update {
-                peer: self.index,
-                message: msg,
-                params,
+            local_as: self.s.local_as,
+            peer_as: self.s.peer_as,
+            import_accept: r.import_accept,
+            rr_cluster: if self.s.internal {
+                r.cluster.map(u32::from)
+            } else {
+                None
             },
+            rs_client: r.route_server_client,
+        };
+        self.interner = Some(Interner::new(LoopChecks {
+            local_as: self.s.local_as,
+            loops: r.loops,
+            router_id: u32::from(self.s.router_id),
+            cluster_ids: r.cluster_ids.clone(),
+        }));
+        self.batcher = Some(Batcher::new(peer, p.config.shards));
+        let kind = if r.route_server_client {
+            GroupKind::RouteServer
+        } else if self.s.internal {
+            GroupKind::Internal {
+                client_cluster: r.cluster.map(u32::from),
+            }
+        } else {
+            GroupKind::External
+        };
+        let needs_local = kind == GroupKind::External || r.next_hop_self;
+        let local = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.local_addr())
+            .map(|a| a.ip())
+            .filter(|_| needs_local);
+        let spec = GroupSpec {
+            name: r.group.clone(),
+            kind,
+            local_as: self.s.local_as,
+            peer_as: if kind == GroupKind::External {
+                self.s.peer_as
+            } else {
+                0
+            },
+            router_id: self.s.router_id,
+            next_hop_self: r.next_hop_self,
+            local_v4: match local {
+                Some(IpAddr::V4(a)) => Some(a),
+                _ => None,
+            },
+            local_v6: match local {
+                Some(IpAddr::V6(a)) => Some(a),
+                _ => None,
+            },
+            export_accept: r.export_accept,
+            params: ribshard_wire::SessionParams {
+                four_octet_as: n.four_octet_as,
+                extended_message: n.extended_message,
+                add_path: n.add_path_send,
+                external: false,
+                mrt_rib: false,
+            },
+            families: families(&n.families),
+        };
+        self.epoch += 1;
+        let member = self.conn.as_ref().map(|c| {
+            let sink: Box<dyn ribshard_adjout::Sink> = Box::new(c.route_sink());
+            (
+                spec,
+                MemberId {
+                    peer,
+                    epoch: self.epoch,
+                },
+                sink,
+            )
         });
+        let (msgs, joined) = p.peer_up(peer, info, member);
+        self.joined = joined;
+        self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
+        // without a family in it) keeps no stale routes.
+        if let Some((f, until)) = self.stale {
+            let kept = n
+                .graceful_restart
+                .as_ref()
+                .map(|g| families(&g.families))
+                .unwrap_or_default();
+            let flush = [f[0] && !kept[0], f[1] && !kept[1]];
+            if flush != [false; 2] {
+                self.push_flush_stale(flush);
+                let left = [f[0] && kept[0], f[1] && kept[1]];
+                self.stale = (left != [false; 2]).then_some((left, until));
+            }
+        }
+    }
+
+    /// The session left Established: its routes leave the pipeline (or stay stale).
+    fn pipeline_down(&mut self, stale: Option<&crate::negotiate::GracefulRestart>) {
+        let Some(p) = self.pipeline.clone() else {
+            return;
+        };
+        // Routes received before the session ended are applied before it goes.
+        self.flush_routes();
+        self.batcher = None;
+        self.interner = None;
+        let kept = stale.map(|g| families(&g.families));
+        let msgs = p.peer_down(self.index as u32, kept, self.joined.take());
+        self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        self.stale = match (kept, stale) {
+            (Some(f), Some(g)) => Some((
+                f,
+                Instant::now() + Duration::from_secs(u64::from(g.restart_time)),
+            )),
+            _ => None,
+        };
     }
 
     /// Tears the session down past a family's maximum (RFC 4486 section 4, Cease subcode 1).
@@ -825,7 +1135,8 @@ impl Session {
                     });
                     if let Some(negotiated) = n {
                         // Ordered before any UPDATE of this session.
-                        self.pending.push_back(Inbound::Up {
+                        self.pipeline_up(&negotiated);
+                        self.tap(Inbound::Up {
                             peer: self.index,
                             negotiated,
                         });
@@ -854,7 +1165,8 @@ impl Session {
                     });
                     if was_up {
                         info!(peer = %self.name(), graceful_restart = stale.is_some(), "session down");
-                        self.pending.push_back(Inbound::Down {
+                        self.pipeline_down(stale.as_ref());
+                        self.tap(Inbound::Down {
                             peer: self.index,
                             stale,
                         });
