@@ -34,8 +34,25 @@ pub trait Sink: Send {
     fn queued(&self) -> usize;
 }
 
-/// One change for a group: the prefix and what to advertise, or `None` to withdraw.
-pub type Entry = (Prefix, Option<Arc<Exported>>);
+/// One change for a group: the prefix, what to advertise (`None` to withdraw), and the peer
+/// the advertised path came from: it is never sent back to that peer (a client's own route
+/// reflected to it would carry its own next hop, which RFC 4271 section 6.3 lets it refuse).
+#[derive(Clone, Debug)]
+pub struct Entry {
+    pub prefix: Prefix,
+    pub exported: Option<Arc<Exported>>,
+    pub source: u32,
+}
+
+impl Entry {
+    pub fn withdraw(prefix: Prefix) -> Entry {
+        Entry {
+            prefix,
+            exported: None,
+            source: u32::MAX,
+        }
+    }
+}
 
 /// Past this many queued octets a member is split from its group's live stream.
 pub const HIGH_WATER: usize = 16 << 20;
@@ -177,7 +194,12 @@ impl UpdateGroup {
         let mut sets: Vec<(Arc<Exported>, Vec<Nlri>)> = Vec::new();
         let mut index: HashMap<*const Exported, usize> = HashMap::new();
         let add_path = self.spec.params.add_path;
-        for (prefix, e) in entries {
+        for Entry {
+            prefix,
+            exported: e,
+            ..
+        } in entries
+        {
             let f = prefix.family();
             let nlri = Nlri {
                 // Add-Path send (RFC 7911): one path per prefix, identifier 1.
@@ -232,21 +254,47 @@ impl UpdateGroup {
         (!self.buf.is_empty()).then(|| Bytes::copy_from_slice(&self.buf))
     }
 
-    /// Live changes from a shard: encoded once, the same bytes to every member in step.
+    /// Live changes from a shard: encoded once, the same bytes to every member in step
+    /// (a member that is the source of some of the paths gets its own encoding, with those
+    /// withdrawn instead).
     pub fn live(&mut self, shard: usize, entries: &[Entry]) {
         let Some(bytes) = self.encode(entries) else {
             return;
         };
+        tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = bytes.len(), members = self.members.len(), "live changes");
+        let own: Vec<(MemberId, Option<Bytes>)> = self
+            .members
+            .iter()
+            .filter(|m| m.live.get(shard) == Some(&true))
+            .filter(|m| entries.iter().any(|e| is_own(e, m.id)))
+            .map(|m| m.id)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .map(|id| (id, self.encode(&without_own(entries, id))))
+            .collect();
         for m in &mut self.members {
-            if m.live.get(shard) == Some(&true) && send(m, bytes.clone()) {
-                continue;
-            }
-            {
-                // Not following this shard yet, or split off: remember what it must unlearn
-                // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
-                if let Some(missed) = m.missed.get_mut(shard) {
-                    missed.extend(entries.iter().filter(|e| e.1.is_none()).map(|e| e.0));
+            if m.live.get(shard) == Some(&true) {
+                let b = match own.iter().find(|(id, _)| *id == m.id) {
+                    Some((_, b)) => b.clone(),
+                    None => Some(bytes.clone()),
+                };
+                let sent = match b {
+                    None => true,
+                    Some(b) => send(m, b),
+                };
+                if sent {
+                    continue;
                 }
+            }
+            // Not following this shard yet, or split off: remember what it must unlearn
+            // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
+            if let Some(missed) = m.missed.get_mut(shard) {
+                missed.extend(
+                    entries
+                        .iter()
+                        .filter(|e| e.exported.is_none() || is_own(e, m.id))
+                        .map(|e| e.prefix),
+                );
             }
         }
     }
@@ -268,7 +316,7 @@ impl UpdateGroup {
         if missed.is_empty() {
             return;
         }
-        let entries: Vec<Entry> = missed.into_iter().map(|p| (p, None)).collect();
+        let entries: Vec<Entry> = missed.into_iter().map(Entry::withdraw).collect();
         // Forgotten only once delivered: a member split off again keeps them for next time.
         if self.send_to(member, &entries) {
             if let Some(m) = self.members.iter_mut().find(|m| m.id == member) {
@@ -282,7 +330,16 @@ impl UpdateGroup {
     /// Part of a shard's table dump for one member.
     pub fn dump(&mut self, member: MemberId, token: u64, entries: &[Entry]) {
         if self.find(member, token).is_some() {
-            self.send_to(member, entries);
+            if entries.iter().any(|e| is_own(e, member)) {
+                let mine: Vec<Entry> = entries
+                    .iter()
+                    .filter(|e| !is_own(e, member))
+                    .cloned()
+                    .collect();
+                self.send_to(member, &mine);
+            } else {
+                self.send_to(member, entries);
+            }
         }
     }
 
@@ -350,6 +407,26 @@ impl UpdateGroup {
         }
         out
     }
+}
+
+/// Whether an entry advertises a path learned from this member.
+fn is_own(e: &Entry, m: MemberId) -> bool {
+    e.exported.is_some() && e.source == m.peer
+}
+
+/// The entries as a member sees them: its own paths withdrawn (it may hold another path we
+/// sent it before).
+fn without_own(entries: &[Entry], m: MemberId) -> Vec<Entry> {
+    entries
+        .iter()
+        .map(|e| {
+            if is_own(e, m) {
+                Entry::withdraw(e.prefix)
+            } else {
+                e.clone()
+            }
+        })
+        .collect()
 }
 
 /// Hands bytes to a member, or splits it off when its queue is past the high-water mark;

@@ -7,67 +7,7 @@ mod common;
 use common::*;
 use ribshard_wire::Prefix;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-
-fn have_bird() -> bool {
-    let ok = Command::new("bird").arg("--version").output().is_ok();
-    if !ok {
-        eprintln!("SKIPPED: bird is not installed (apt-get install bird2)");
-    }
-    ok
-}
-
-fn tempdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("ribshard-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-struct Bird {
-    _p: Proc,
-    sock: PathBuf,
-}
-
-impl Bird {
-    fn start(dir: &Path, config: &str) -> Bird {
-        let conf = dir.join("bird.conf");
-        std::fs::write(&conf, config.replace("DIR", dir.to_str().unwrap())).unwrap();
-        let sock = dir.join("bird.ctl");
-        let p = Command::new("bird")
-            .arg("-f")
-            .arg("-c")
-            .arg(&conf)
-            .arg("-s")
-            .arg(&sock)
-            .arg("-P")
-            .arg(dir.join("bird.pid"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start bird");
-        let b = Bird { _p: Proc(p), sock };
-        assert!(
-            wait(10, || b.cmd("show status").contains("Daemon is up")),
-            "bird did not start"
-        );
-        b
-    }
-    fn cmd(&self, c: &str) -> String {
-        let out = Command::new("birdc")
-            .arg("-s")
-            .arg(&self.sock)
-            .args(c.split(' '))
-            .output()
-            .expect("birdc");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    }
-    fn established(&self, proto: &str) -> bool {
-        self.cmd(&format!("show protocols {proto}"))
-            .contains("Established")
-    }
-}
+use std::process::Command;
 
 fn bird_config(port_r: u16, port_b: u16, extra: &str, passive: bool) -> String {
     format!(

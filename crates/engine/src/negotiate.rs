@@ -52,7 +52,8 @@ pub struct Routing {
     /// Every cluster id we use, for CLUSTER_LIST loop detection.
     pub cluster_ids: Vec<u32>,
     pub route_server_client: bool,
-    pub next_hop_self: bool,
+    /// Advertise ourselves as next hop; `None`: to external peers only.
+    pub next_hop_self: Option<bool>,
     /// Our AS may appear this many times minus one in a received AS_PATH (Junos `loops`).
     pub loops: u8,
 }
@@ -66,7 +67,7 @@ impl Default for Routing {
             cluster: None,
             cluster_ids: Vec::new(),
             route_server_client: false,
-            next_hop_self: false,
+            next_hop_self: None,
             loops: 1,
         }
     }

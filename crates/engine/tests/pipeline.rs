@@ -85,7 +85,7 @@ fn spec(m: usize) -> GroupSpec {
         local_as: LOCAL_AS,
         peer_as,
         router_id: Ipv4Addr::new(192, 0, 2, 1),
-        next_hop_self: false,
+        next_hop_self: kind == GroupKind::External,
         local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
         local_v6: None,
         export_accept: true,
@@ -525,6 +525,62 @@ fn slow_member_catches_up() {
         assert_eq!(
             caught_up, fast,
             "with {shards} shards, {uts} update threads"
+        );
+        p.stop();
+    }
+}
+
+/// Two peers that both send routes and receive the other's, in their own update groups,
+/// coming up one after the other (a route reflector's clients).
+#[test]
+fn late_peer_routes_reach_earlier_member() {
+    for (shards, uts) in [(1, 0), (2, 2)] {
+        let p = Pipeline::start(PipelineConfig {
+            shards,
+            update_threads: uts,
+            options: Options::default(),
+        });
+        let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
+        let mut pool = Pool(HashMap::new());
+        let mut sinks = Vec::new();
+        for (peer, m, pf) in [(3u32, 4usize, 1u8), (2, 5, 2)] {
+            let sink = TestSink {
+                bytes: Arc::default(),
+                queued: Arc::default(),
+            };
+            let id = MemberId { peer, epoch: 1 };
+            send_all(
+                p.peer_up(
+                    peer,
+                    upstream(peer),
+                    Some((spec(m), id, Box::new(sink.clone()))),
+                )
+                .0,
+            );
+            let mut b = Batcher::new(peer, p.config.shards);
+            b.announce(
+                &pool.get(peer, 0, Family::Ipv4Unicast),
+                Nlri::new(prefix(pf)),
+            );
+            send_all(
+                b.take()
+                    .into_iter()
+                    .map(|(i, m)| Target::Shard(i, m))
+                    .collect(),
+            );
+            p.barrier();
+            sinks.push(sink);
+        }
+        let first = member_table(&sinks[0].bytes.lock().unwrap(), &params());
+        let second = member_table(&sinks[1].bytes.lock().unwrap(), &params());
+        assert!(first.contains_key(&prefix(2)), "{shards}/{uts}: {first:?}");
+        assert!(
+            second.contains_key(&prefix(1)),
+            "{shards}/{uts}: {second:?}"
+        );
+        assert!(
+            !first.contains_key(&prefix(1)),
+            "not sent back to its source"
         );
         p.stop();
     }

@@ -3,7 +3,8 @@
 //! thread then only packs and sends.
 //!
 //! The rules, by kind of group:
-//! - external (eBGP): our AS prepended, next hop set to our address, LOCAL_PREF, MED
+//! - external (eBGP): our AS prepended, next hop set to our address (unless the group says
+//!   `next-hop-self = false`: then the received one, a third-party next hop), LOCAL_PREF, MED
 //!   (RFC 4271 sections 5.1.4 and 5.1.5), ORIGINATOR_ID and CLUSTER_LIST removed; a path whose
 //!   neighbor AS is the group's peer AS is not sent back to it (Junos without
 //!   `advertise-peer-as`).
@@ -51,7 +52,8 @@ pub struct GroupSpec {
     /// The members' AS (one per update group for external groups).
     pub peer_as: u32,
     pub router_id: Ipv4Addr,
-    /// Advertise ourselves as next hop (always for external groups).
+    /// Advertise ourselves as next hop (the default for external groups, RFC 4271 section
+    /// 5.1.3; without it an external group gets a third-party next hop).
     pub next_hop_self: bool,
     /// Our addresses on the members' sessions, for next-hop-self.
     pub local_v4: Option<Ipv4Addr>,
@@ -131,7 +133,6 @@ pub fn export(
             a.remove(attr::MULTI_EXIT_DISC);
             a.remove(attr::ORIGINATOR_ID);
             a.remove(attr::CLUSTER_LIST);
-            next_hop_self = true;
         }
         GroupKind::RouteServer => {
             a.remove(attr::LOCAL_PREF);

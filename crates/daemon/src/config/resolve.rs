@@ -55,7 +55,9 @@ pub struct Peer {
     pub prefix_limits: [Option<PrefixLimit>; 2],
     pub cluster: Option<Ipv4Addr>,
     pub route_server_client: bool,
-    pub next_hop_self: bool,
+    /// Advertise ourselves as next hop; absent: yes to external peers (RFC 4271 section
+    /// 5.1.3), no to internal ones.
+    pub next_hop_self: Option<bool>,
     /// RFC 9234 role code.
     pub role: Option<u8>,
     /// Add-Path (RFC 7911): accept several paths per prefix from the neighbor.
@@ -473,7 +475,7 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 prefix_limits: [limit(&limits.inet_unicast), limit(&limits.inet6_unicast)],
                 cluster,
                 route_server_client: rs_client,
-                next_hop_self: pick!(next_hop_self).unwrap_or(false),
+                next_hop_self: pick!(next_hop_self),
                 role: pick!(role).and_then(|r| role(&r)),
                 add_path_receive: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "receive")),
                 add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send")),

@@ -124,3 +124,140 @@ pub fn assert_tagged(a: &PathAttributes, peer_as: u32, what: &str) {
     assert_eq!(a.med(), Some(50), "{what}");
     assert!(a.communities().contains(&((peer_as << 16) | 100)), "{what}");
 }
+
+// ---- BIRD 2 ----
+
+pub fn have_bird() -> bool {
+    let ok = Command::new("bird").arg("--version").output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: bird is not installed (apt-get install bird2)");
+    }
+    ok
+}
+
+pub struct Bird {
+    _p: Proc,
+    sock: PathBuf,
+}
+
+impl Bird {
+    pub fn start(dir: &Path, config: &str) -> Bird {
+        let conf = dir.join("bird.conf");
+        std::fs::write(&conf, config.replace("DIR", dir.to_str().unwrap())).unwrap();
+        let sock = dir.join("bird.ctl");
+        let p = Command::new("bird")
+            .arg("-f")
+            .arg("-c")
+            .arg(&conf)
+            .arg("-s")
+            .arg(&sock)
+            .arg("-P")
+            .arg(dir.join("bird.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start bird");
+        let b = Bird { _p: Proc(p), sock };
+        assert!(
+            wait(10, || b.cmd("show status").contains("Daemon is up")),
+            "bird did not start"
+        );
+        b
+    }
+    pub fn cmd(&self, c: &str) -> String {
+        let out = Command::new("birdc")
+            .arg("-s")
+            .arg(&self.sock)
+            .args(c.split(' '))
+            .output()
+            .expect("birdc");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+    pub fn established(&self, proto: &str) -> bool {
+        self.cmd(&format!("show protocols {proto}"))
+            .contains("Established")
+    }
+}
+
+// ---- GoBGP ----
+
+pub fn have(cmd: &str, arg: &str) -> bool {
+    let ok = Command::new(cmd).arg(arg).output().is_ok();
+    if !ok {
+        eprintln!("SKIPPED: {cmd} is not installed");
+    }
+    ok
+}
+
+pub fn output(cmd: &mut Command) -> String {
+    cmd.output()
+        .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+        .unwrap_or_default()
+}
+
+pub struct GoBgp {
+    _p: Proc,
+    api: String,
+}
+
+impl GoBgp {
+    pub fn start(dir: &Path, port_g: u16, port_r: u16, passive: bool) -> GoBgp {
+        GoBgp::start_as(dir, 65042, port_g, port_r, passive)
+    }
+
+    /// GoBGP as AS `asn` on 127.0.0.42:`port_g`, peering with ribshard (127.0.0.40:`port_r`).
+    pub fn start_as(dir: &Path, asn: u32, port_g: u16, port_r: u16, passive: bool) -> GoBgp {
+        let conf = dir.join("gobgpd.toml");
+        std::fs::write(
+            &conf,
+            format!(
+                r#"[global.config]
+  as = {asn}
+  router-id = "127.0.0.42"
+  port = {port_g}
+  local-address-list = ["127.0.0.42"]
+[[neighbors]]
+  [neighbors.config]
+    neighbor-address = "127.0.0.40"
+    peer-as = 65040
+  [neighbors.transport.config]
+    local-address = "127.0.0.42"
+    remote-port = {port_r}
+    passive-mode = {passive}
+  [neighbors.timers.config]
+    connect-retry = 2
+  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "ipv4-unicast"
+  [[neighbors.afi-safis]]
+    [neighbors.afi-safis.config]
+      afi-safi-name = "ipv6-unicast"
+"#
+            ),
+        )
+        .unwrap();
+        let api_port = port_g + 1000;
+        let p = Command::new("gobgpd")
+            .arg("-f")
+            .arg(&conf)
+            .arg("-p")
+            .arg("--api-hosts")
+            .arg(format!("127.0.0.42:{api_port}"))
+            .arg("--pprof-disable")
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("gobgpd.log")).unwrap())
+            .spawn()
+            .expect("start gobgpd");
+        GoBgp {
+            _p: Proc(p),
+            api: api_port.to_string(),
+        }
+    }
+    pub fn cli(&self, args: &[&str]) -> String {
+        output(
+            Command::new("gobgp")
+                .args(["-u", "127.0.0.42", "-p", &self.api])
+                .args(args),
+        )
+    }
+}

@@ -271,7 +271,11 @@ impl ShardWorker {
                         .cache
                         .get(&g.spec, &src, best.peer, &best.attrs, p.family());
                     if let Some(e) = e {
-                        entries.push((*p, Some(e)));
+                        entries.push(Entry {
+                            prefix: *p,
+                            exported: Some(e),
+                            source: best.peer,
+                        });
                     }
                 }
             }
@@ -349,13 +353,19 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         let f = c.prefix.family();
         let old = export(&c.old, f);
         let new = export(&c.best, f);
+        // The source matters too: a path is never sent back to the peer it came from.
+        let same_source = c.old.as_ref().map(|p| p.peer) == c.best.as_ref().map(|p| p.peer);
         let same = match (&old, &new) {
             (None, None) => true,
-            (Some(a), Some(b)) => Arc::ptr_eq(a, b) || a == b,
+            (Some(a), Some(b)) => same_source && (Arc::ptr_eq(a, b) || a == b),
             _ => false,
         };
         if !same {
-            entries.push((c.prefix, new));
+            entries.push(Entry {
+                prefix: c.prefix,
+                source: c.best.as_ref().map_or(u32::MAX, |b| b.peer),
+                exported: new,
+            });
         }
     }
     entries

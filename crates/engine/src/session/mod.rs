@@ -933,7 +933,8 @@ impl Session {
         } else {
             GroupKind::External
         };
-        let needs_local = kind == GroupKind::External || r.next_hop_self;
+        let next_hop_self = r.next_hop_self.unwrap_or(kind == GroupKind::External);
+        let needs_local = next_hop_self;
         let local = self
             .conn
             .as_ref()
@@ -950,7 +951,7 @@ impl Session {
                 0
             },
             router_id: self.s.router_id,
-            next_hop_self: r.next_hop_self,
+            next_hop_self,
             local_v4: match local {
                 Some(IpAddr::V4(a)) => Some(a),
                 _ => None,

@@ -1,0 +1,425 @@
+//! Routes through ribshard between real daemons on loopback: route reflection between BIRD
+//! and FRR clients (iBGP), eBGP transit between GoBGP and BIRD, and a transparent route server
+//! between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying so)
+//! where a daemon is not installed; `scripts/test` installs them.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::{Command, Stdio};
+
+/// A BIRD speaker on `addr` (port `port`) in AS `asn`, peering with ribshard in AS
+/// `rs_as` on 127.0.0.40:`port_r`, announcing `routes` (IPv4 and IPv6 prefixes) with the
+/// community (asn-low, 100), a large community, MED 50 and, over iBGP, LOCAL_PREF 200.
+fn bird_peer(addr: &str, asn: u32, port: u16, rs_as: u32, port_r: u16, routes: &[&str]) -> String {
+    let (v4, v6): (Vec<&str>, Vec<&str>) = routes.iter().partition(|r| !r.contains(':'));
+    let static4: String = v4
+        .iter()
+        .map(|r| format!("route {r} blackhole; "))
+        .collect();
+    let static6: String = v6
+        .iter()
+        .map(|r| format!("route {r} blackhole; "))
+        .collect();
+    let ibgp = asn == rs_as;
+    let low = asn & 0xffff;
+    let last = addr.rsplit('.').next().unwrap();
+    format!(
+        r#"router id {addr};
+log "DIR/bird.log" all;
+protocol device {{}}
+protocol static s4 {{ ipv4; {static4} }}
+protocol static s6 {{ ipv6; {static6} }}
+filter attrs {{
+  if proto != "s4" && proto != "s6" then accept;
+  bgp_community.add(({low}, 100));
+  bgp_large_community.add(({asn}, 7, 8));
+  bgp_med = 50;
+  {lp}
+  accept;
+}}
+protocol bgp ribsh {{
+  local {addr} port {port} as {asn};
+  neighbor 127.0.0.40 port {port_r} as {rs_as};
+  {multihop} strict bind on; hold time 30; connect retry time 2;
+  ipv4 {{ import all; export filter attrs; next hop address 198.51.100.{last}; }};
+  ipv6 {{ import all; export filter attrs; next hop address 2001:db8::{last}; }};
+}}
+"#,
+        lp = if ibgp { "bgp_local_pref = 200;" } else { "" },
+        multihop = if ibgp { "" } else { "multihop;" },
+    )
+}
+
+fn ribshard_group(
+    name: &str,
+    kind: &str,
+    peer_as: Option<u32>,
+    extra: &str,
+    neighbors: &[(&str, u16)],
+) -> String {
+    let mut s = format!(
+        "[[bgp.group]]\nname = \"{name}\"\ntype = \"{kind}\"\nimport = [\"accept\"]\nexport = [\"accept\"]\n{}{extra}\n",
+        peer_as.map(|a| format!("peer-as = {a}\n")).unwrap_or_default()
+    );
+    for (addr, port) in neighbors {
+        s += &format!(
+            "[[bgp.group.neighbor]]\naddress = \"{addr}\"\nport = {port}\nlocal-address = \"127.0.0.40\"\npassive = true\n"
+        );
+    }
+    s
+}
+
+fn ribshard_routing(port_r: u16, groups: &[String]) -> String {
+    format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         [bgp.rib-sharding]\nnumber-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n{}",
+        groups.concat()
+    )
+}
+
+fn frr(dir: &Path, conf: &str, port: u16) -> (Proc, impl Fn(&str) -> String) {
+    let path = dir.join("bgpd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let p = Command::new("/usr/lib/frr/bgpd")
+        .args(["-Z", "-S", "-f"])
+        .arg(&path)
+        .args(["-p", &port.to_string(), "-l", "127.0.0.43", "-P", "0", "-i"])
+        .arg(dir.join("bgpd.pid"))
+        .arg("--vty_socket")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start FRR bgpd");
+    let dir = dir.to_path_buf();
+    let vtysh = move |c: &str| {
+        output(
+            Command::new("vtysh")
+                .arg("--vty_socket")
+                .arg(&dir)
+                .args(["-c", c]),
+        )
+    };
+    (Proc(p), vtysh)
+}
+
+/// Has GoBGP originate a route once its session with ribshard is up (its API can lose a
+/// request made while it starts, so the route is added until its RIB shows it).
+fn gobgp_originate(g: &GoBgp, dir: &Path, p: &str, attrs: &[&str]) {
+    assert!(
+        wait(30, || g.cli(&["neighbor"]).contains("Establ")),
+        "{}\n{}",
+        g.cli(&["neighbor"]),
+        log_of(dir)
+    );
+    let mut add = vec![
+        "global",
+        "rib",
+        "add",
+        "-a",
+        "ipv4",
+        p,
+        "nexthop",
+        "198.51.100.42",
+    ];
+    add.extend_from_slice(attrs);
+    assert!(
+        wait(10, || {
+            g.cli(&add);
+            g.cli(&["global", "rib", "-a", "ipv4", p])
+                .contains("198.51.100.42")
+        }),
+        "{}",
+        g.cli(&["global", "rib", "-a", "ipv4"])
+    );
+}
+
+fn log_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default()
+}
+
+#[test]
+fn route_reflector_between_bird_and_frr_clients() {
+    if !have_bird() || !Path::new("/usr/lib/frr/bgpd").exists() {
+        eprintln!("SKIPPED: needs bird and FRR bgpd");
+        return;
+    }
+    let dir = tempdir("rr");
+    let (port_r, port_b, port_f) = (27981, 27982, 27983);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[ribshard_group(
+                "clients",
+                "internal",
+                Some(65040),
+                "cluster = \"10.0.0.1\"\n",
+                &[("127.0.0.41", port_b), ("127.0.0.43", port_f)],
+            )],
+        ),
+    );
+    let bird_dir = dir.join("bird");
+    std::fs::create_dir_all(&bird_dir).unwrap();
+    let bird = Bird::start(
+        &bird_dir,
+        &bird_peer(
+            "127.0.0.41",
+            65040,
+            port_b,
+            65040,
+            port_r,
+            &["203.0.113.0/24", "2001:db8:41::/48"],
+        ),
+    );
+    let (_frr, vtysh) = frr(
+        &dir,
+        &format!(
+            "frr defaults traditional\nhostname frr\n!\nrouter bgp 65040\n bgp router-id 127.0.0.43\n\
+             no bgp ebgp-requires-policy\n no bgp network import-check\n\
+             neighbor 127.0.0.40 remote-as 65040\n neighbor 127.0.0.40 port {port_r}\n\
+             neighbor 127.0.0.40 update-source 127.0.0.43\n neighbor 127.0.0.40 timers connect 2\n!\n\
+             address-family ipv4 unicast\n  network 198.18.0.0/15 route-map SET\n exit-address-family\n\
+             address-family ipv6 unicast\n  neighbor 127.0.0.40 activate\n exit-address-family\n!\n\
+             route-map SET permit 10\n set community 65040:43\n set metric 70\n set local-preference 150\n!\n"
+        ),
+        port_f,
+    );
+    // BIRD's route reaches FRR reflected: ORIGINATOR_ID, CLUSTER_LIST, the rest intact.
+    let show = || vtysh("show bgp ipv4 unicast 203.0.113.0/24");
+    assert!(
+        wait(40, || show().contains("Originator: 127.0.0.41")),
+        "{}\n{}\n{}",
+        show(),
+        vtysh("show bgp summary"),
+        log_of(&dir)
+    );
+    let s = show();
+    assert!(s.contains("Cluster list: 10.0.0.1"), "{s}");
+    assert!(
+        s.contains("metric 50") && s.contains("localpref 200"),
+        "{s}"
+    );
+    assert!(s.contains("Community: 65040:100"), "{s}");
+    assert!(s.contains("Large Community: 65040:7:8"), "{s}");
+    assert!(
+        s.contains("198.51.100.41"),
+        "the reflector keeps the next hop: {s}"
+    );
+    // IPv6 too.
+    assert!(
+        wait(20, || vtysh("show bgp ipv6 unicast 2001:db8:41::/48")
+            .contains("Originator: 127.0.0.41")),
+        "{}",
+        vtysh("show bgp ipv6 unicast 2001:db8:41::/48")
+    );
+    // FRR's route reaches BIRD the same way.
+    let at_bird = || bird.cmd("show route all 198.18.0.0/15");
+    assert!(
+        wait(20, || at_bird().contains("BGP.originator_id: 127.0.0.43")),
+        "{}",
+        at_bird()
+    );
+    let b = at_bird();
+    assert!(b.contains("BGP.cluster_list: 10.0.0.1"), "{b}");
+    assert!(
+        b.contains("BGP.med: 70") && b.contains("BGP.local_pref: 150"),
+        "{b}"
+    );
+    assert!(b.contains("(65040,43)"), "{b}");
+    // A withdrawal travels too.
+    bird.cmd("disable s4");
+    assert!(wait(20, || !show().contains("203.0.113.0")), "{}", show());
+}
+
+#[test]
+fn ebgp_transit_between_gobgp_and_bird() {
+    if !have_bird() || !have("gobgpd", "--version") {
+        return;
+    }
+    let dir = tempdir("transit");
+    let (port_r, port_b, port_g) = (27984, 27985, 27986);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[
+                // GoBGP refuses loopback next hops: pass BIRD's next hop through (a
+                // third-party next hop) instead of ribshard's loopback address.
+                ribshard_group(
+                    "gobgp",
+                    "external",
+                    Some(65042),
+                    "next-hop-self = false\n",
+                    &[("127.0.0.42", port_g)],
+                ),
+                ribshard_group(
+                    "bird",
+                    "external",
+                    Some(65041),
+                    "",
+                    &[("127.0.0.41", port_b)],
+                ),
+            ],
+        ),
+    );
+    let bird_dir = dir.join("bird");
+    std::fs::create_dir_all(&bird_dir).unwrap();
+    let bird = Bird::start(
+        &bird_dir,
+        &bird_peer(
+            "127.0.0.41",
+            65041,
+            port_b,
+            65040,
+            port_r,
+            &["203.0.113.0/24", "2001:db8:41::/48"],
+        ),
+    );
+    let g = GoBgp::start(&dir, port_g, port_r, false);
+    gobgp_originate(
+        &g,
+        &dir,
+        "192.0.2.0/24",
+        &[
+            "community",
+            "65042:100",
+            "large-community",
+            "65042:7:8",
+            "med",
+            "50",
+        ],
+    );
+    // GoBGP's route at BIRD: our AS prepended, next hop ribshard, MED not passed on
+    // (RFC 4271 section 5.1.4), communities intact.
+    let at_bird = || bird.cmd("show route all 192.0.2.0/24");
+    assert!(
+        wait(30, || at_bird().contains("BGP.as_path: 65040 65042")),
+        "{}\n{}",
+        at_bird(),
+        log_of(&dir)
+    );
+    let b = at_bird();
+    assert!(b.contains("BGP.next_hop: 127.0.0.40"), "{b}");
+    assert!(!b.contains("BGP.med"), "{b}");
+    assert!(
+        b.contains("(65042,100)") && b.contains("(65042, 7, 8)"),
+        "{b}"
+    );
+    // BIRD's routes at GoBGP, both families.
+    let rib4 = || g.cli(&["global", "rib", "-a", "ipv4"]);
+    assert!(wait(30, || rib4().contains("203.0.113.0/24")), "{}", rib4());
+    assert!(rib4().contains("65040 65041"), "{}", rib4());
+    assert!(
+        rib4().contains("198.51.100.41"),
+        "next hop passed through: {}",
+        rib4()
+    );
+    let rib6 = || g.cli(&["global", "rib", "-a", "ipv6"]);
+    assert!(
+        wait(20, || rib6().contains("2001:db8:41::/48")),
+        "{}",
+        rib6()
+    );
+    // GoBGP's route does not go back to GoBGP's AS.
+    assert!(!rib4().contains("65040 65042"), "{}", rib4());
+    // Withdrawn at the source, gone at the far side.
+    g.cli(&["global", "rib", "del", "-a", "ipv4", "192.0.2.0/24"]);
+    assert!(
+        wait(20, || !at_bird().contains("192.0.2.0")),
+        "{}",
+        at_bird()
+    );
+}
+
+#[test]
+fn transparent_route_server_between_three_peers() {
+    if !have_bird() || !have("gobgpd", "--version") {
+        return;
+    }
+    let dir = tempdir("rs");
+    let (port_r, port_a, port_b, port_g) = (27987, 27988, 27989, 27990);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "ixp-a",
+                    "external",
+                    Some(65041),
+                    "route-server-client = true\n",
+                    &[("127.0.0.41", port_a)],
+                ),
+                ribshard_group(
+                    "ixp-b",
+                    "external",
+                    Some(65045),
+                    "route-server-client = true\n",
+                    &[("127.0.0.45", port_b)],
+                ),
+                ribshard_group(
+                    "ixp-g",
+                    "external",
+                    Some(65042),
+                    "route-server-client = true\n",
+                    &[("127.0.0.42", port_g)],
+                ),
+            ],
+        ),
+    );
+    let mut birds = Vec::new();
+    for (addr, asn, port, route) in [
+        ("127.0.0.41", 65041, port_a, "203.0.113.0/24"),
+        ("127.0.0.45", 65045, port_b, "198.18.0.0/15"),
+    ] {
+        let d = dir.join(format!("bird{asn}"));
+        std::fs::create_dir_all(&d).unwrap();
+        // A route server's clients see paths that do not start with its AS.
+        let conf = bird_peer(addr, asn, port, 65040, port_r, &[route])
+            .replace("strict bind on;", "strict bind on; enforce first as off;");
+        birds.push(Bird::start(&d, &conf));
+    }
+    let g = GoBgp::start(&dir, port_g, port_r, false);
+    gobgp_originate(
+        &g,
+        &dir,
+        "192.0.2.0/24",
+        &["community", "65042:100", "med", "50"],
+    );
+    // Each client gets the others' routes untouched: no AS 65040, the original next hop
+    // and MED.
+    let at = |b: &Bird, p: &str| b.cmd(&format!("show route all {p}"));
+    assert!(
+        wait(40, || at(&birds[0], "198.18.0.0/15")
+            .contains("BGP.as_path: 65045")),
+        "{}\n{}",
+        at(&birds[0], "198.18.0.0/15"),
+        log_of(&dir)
+    );
+    let a = at(&birds[0], "198.18.0.0/15");
+    assert!(a.contains("BGP.next_hop: 198.51.100.45"), "{a}");
+    assert!(a.contains("BGP.med: 50"), "{a}");
+    assert!(!a.contains("65040"), "{a}");
+    assert!(
+        wait(20, || at(&birds[1], "192.0.2.0/24")
+            .contains("BGP.as_path: 65042")),
+        "{}",
+        at(&birds[1], "192.0.2.0/24")
+    );
+    let b = at(&birds[1], "192.0.2.0/24");
+    assert!(
+        b.contains("BGP.next_hop: 198.51.100.42") && b.contains("BGP.med: 50"),
+        "{b}"
+    );
+    let rib = || g.cli(&["global", "rib", "-a", "ipv4"]);
+    assert!(
+        wait(20, || rib().contains("203.0.113.0/24")
+            && rib().contains("198.18.0.0/15")),
+        "{}",
+        rib()
+    );
+    assert!(!rib().contains("65040"), "{}", rib());
+}
