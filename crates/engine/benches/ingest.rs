@@ -1,0 +1,146 @@
+//! Ingest of the two real full tables of the 2010 RouteViews RIB (641,957 paths): into one
+//! shard on one core (announce and best path), and through the whole pipeline to one
+//! downstream peer for each thread setting. Memory per path is the `memory` bench.
+//!
+//! `cargo bench -p ribshard-engine --bench ingest`
+
+#[path = "../tests/common/realdata.rs"]
+mod realdata;
+
+use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
+use realdata::{load, Table, LOCAL_AS};
+use ribshard_adjout::{MemberId, Sink};
+use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
+use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo, Shard};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+pub fn info(t: &Table) -> PeerInfo {
+    PeerInfo {
+        ebgp: true,
+        router_id: u32::from(t.peer.bgp_id),
+        address: match t.peer.address {
+            std::net::IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
+            std::net::IpAddr::V6(a) => u128::from(a),
+        },
+        local_as: LOCAL_AS,
+        peer_as: t.peer.asn,
+        import_accept: true,
+        rr_cluster: None,
+        rs_client: false,
+    }
+}
+
+/// A downstream peer that takes everything at once.
+struct Discard(Arc<AtomicU64>);
+impl Sink for Discard {
+    fn send(&self, b: bytes::Bytes) -> bool {
+        self.0.fetch_add(b.len() as u64, Ordering::Relaxed);
+        true
+    }
+    fn queued(&self) -> usize {
+        0
+    }
+}
+
+fn downstream() -> GroupSpec {
+    GroupSpec {
+        name: "downstream".into(),
+        kind: GroupKind::External,
+        local_as: LOCAL_AS,
+        peer_as: 64900,
+        router_id: std::net::Ipv4Addr::new(192, 0, 2, 1),
+        next_hop_self: true,
+        local_v4: Some(std::net::Ipv4Addr::new(127, 0, 0, 1)),
+        local_v6: None,
+        export_accept: true,
+        params: ribshard_wire::SessionParams {
+            four_octet_as: true,
+            ..Default::default()
+        },
+        families: [true, true],
+    }
+}
+
+/// Everything through the pipeline: two upstream peers, one downstream peer.
+fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u64 {
+    let p = Pipeline::start(PipelineConfig {
+        shards,
+        update_threads,
+        options: Options::default(),
+    });
+    let sent = Arc::new(AtomicU64::new(0));
+    let id = MemberId { peer: 9, epoch: 1 };
+    let down = PeerInfo {
+        peer_as: 64900,
+        ..info(&tables[0])
+    };
+    for m in p
+        .peer_up(
+            9,
+            down,
+            Some((downstream(), id, Box::new(Discard(sent.clone())))),
+        )
+        .0
+    {
+        p.blocking_send(m);
+    }
+    for (i, t) in tables.iter().enumerate() {
+        for m in p.peer_up(i as u32, info(t), None).0 {
+            p.blocking_send(m);
+        }
+    }
+    let mut batchers: Vec<Batcher> = (0..tables.len())
+        .map(|i| Batcher::new(i as u32, p.config.shards))
+        .collect();
+    for (i, t) in tables.iter().enumerate() {
+        for (n, a) in &t.routes {
+            batchers[i].announce(a, *n);
+            if batchers[i].len() >= 4096 {
+                for (s, m) in batchers[i].take() {
+                    p.blocking_send(Target::Shard(s, m));
+                }
+            }
+        }
+        for (s, m) in batchers[i].take() {
+            p.blocking_send(Target::Shard(s, m));
+        }
+    }
+    p.barrier();
+    p.stop();
+    sent.load(Ordering::Relaxed)
+}
+
+pub fn into_shard(tables: &[Table]) -> Shard {
+    let mut s = Shard::new(Options::default());
+    for (i, t) in tables.iter().enumerate() {
+        s.set_peer(i as u32, info(t));
+        for (n, a) in &t.routes {
+            s.announce_one(i as u32, a, *n);
+        }
+    }
+    let _ = s.drain_changes();
+    s
+}
+
+fn bench(c: &mut Criterion) {
+    let Some(tables) = load(&[2497, 4777]) else {
+        return;
+    };
+    let paths: usize = tables.iter().map(|t| t.routes.len()).sum();
+    let mut g = c.benchmark_group("ingest-two-full-tables");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(paths as u64));
+    g.bench_function("one-shard-no-threads", |b| {
+        b.iter_batched(|| (), |_| into_shard(&tables), BatchSize::PerIteration)
+    });
+    for (s, u) in [(1, 0), (1, 1), (2, 2)] {
+        g.bench_function(format!("pipeline-{s}-shards-{u}-update-threads"), |b| {
+            b.iter(|| through_pipeline(&tables, s, u))
+        });
+    }
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

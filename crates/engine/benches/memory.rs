@@ -1,0 +1,99 @@
+//! Memory per path: heap bytes one shard keeps for the two real full tables of the 2010
+//! RouteViews RIB (641,957 paths), attribute sets included, counted by a wrapping allocator;
+//! and the RSS delta. Written to `target/criterion/memory.json`.
+//!
+//! `cargo bench -p ribshard-engine --bench memory`
+
+#[path = "../tests/common/realdata.rs"]
+mod realdata;
+
+use realdata::{load, Table, LOCAL_AS};
+use ribshard_rib::{Options, PeerInfo, Shard};
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::sync::atomic::{AtomicIsize, Ordering};
+
+/// Counts live heap bytes, for the memory report.
+struct Counting;
+static LIVE: AtomicIsize = AtomicIsize::new(0);
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        System.alloc(l)
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        LIVE.fetch_sub(l.size() as isize, Ordering::Relaxed);
+        System.dealloc(p, l)
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
+        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
+        System.realloc(p, l, new)
+    }
+}
+#[global_allocator]
+static A: Counting = Counting;
+
+fn rss() -> usize {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    s.split_whitespace()
+        .nth(1)
+        .and_then(|x| x.parse::<usize>().ok())
+        .unwrap_or(0)
+        * 4096
+}
+
+fn into_shard(tables: &[Table]) -> Shard {
+    let mut s = Shard::new(Options::default());
+    for (i, t) in tables.iter().enumerate() {
+        s.set_peer(
+            i as u32,
+            PeerInfo {
+                ebgp: true,
+                router_id: u32::from(t.peer.bgp_id),
+                address: i as u128,
+                local_as: LOCAL_AS,
+                peer_as: t.peer.asn,
+                import_accept: true,
+                rr_cluster: None,
+                rs_client: false,
+            },
+        );
+        for (n, a) in &t.routes {
+            s.announce_one(i as u32, a, *n);
+        }
+    }
+    let _ = s.drain_changes();
+    s
+}
+
+fn main() {
+    if std::env::args().any(|a| a == "--list") {
+        return;
+    }
+    // Load again with nothing else alive: what the shard keeps, attribute sets included.
+    let heap0 = LIVE.load(Ordering::Relaxed);
+    let rss0 = rss();
+    let tables = load(&[2497, 4777]).unwrap_or_default();
+    let shard = into_shard(&tables);
+    drop(tables);
+    let heap = LIVE.load(Ordering::Relaxed) - heap0;
+    let rss_delta = rss().saturating_sub(rss0);
+    let paths = shard.paths();
+    let per_path = heap as f64 / paths as f64;
+    let per_path_rss = rss_delta as f64 / paths as f64;
+    println!(
+        "memory: {} paths, {} prefixes: {:.1} heap bytes per path, {:.1} RSS bytes per path",
+        shard.paths(),
+        shard.prefixes(),
+        per_path,
+        per_path_rss
+    );
+    let _ = std::fs::create_dir_all("target/criterion");
+    let _ = std::fs::write(
+        "target/criterion/memory.json",
+        format!(
+            "{{\"paths\": {}, \"prefixes\": {}, \"heap_bytes_per_path\": {per_path:.1}, \"rss_bytes_per_path\": {per_path_rss:.1}}}\n",
+            shard.paths(),
+            shard.prefixes()
+        ),
+    );
+}

@@ -1,0 +1,78 @@
+//! The two full tables of the 2010 RouteViews RIB (`../shared/data/`), as the pipeline gets
+//! them from two upstream sessions: one interned attribute set per distinct set and peer.
+//! Shared by the real-data test and the ingest benchmark.
+#![allow(dead_code)]
+
+use ribshard_mrt::{Peer, Record, RibRecord};
+use ribshard_rib::attrs::next_hop_of;
+use ribshard_rib::{Interner, LoopChecks, RouteAttrs};
+use ribshard_wire::{parse_attributes_only, Nlri};
+use std::sync::Arc;
+
+/// Our AS in these tests: absent from the 2010 paths (64999 is in them).
+pub const LOCAL_AS: u32 = 4_200_000_001;
+
+pub const FILE: &str = "routeviews-wide-20100701.mrt.gz";
+
+/// A full-table peer and its routes, in file order.
+pub struct Table {
+    pub peer: Peer,
+    pub routes: Vec<(Nlri, Arc<RouteAttrs>)>,
+}
+
+/// The tables of the peers in `asns` (AS2497 and AS4777 are the full ones); `None` without
+/// the data file.
+pub fn load(asns: &[u32]) -> Option<Vec<Table>> {
+    let path = ribshard_mrt::shared_data_file(FILE)?;
+    let mut r = ribshard_mrt::open(&path).expect("open the RIB");
+    let mut tables: Vec<(u16, Interner, Table)> = Vec::new();
+    let params = RibRecord::params();
+    while let Some(raw) = r.next_record().expect("read") {
+        match Record::parse(&raw) {
+            Ok(Record::PeerIndexTable(t)) => {
+                for (i, p) in t.peers.iter().enumerate() {
+                    if asns.contains(&p.asn) {
+                        let interner = Interner::new(LoopChecks {
+                            local_as: LOCAL_AS,
+                            loops: 1,
+                            router_id: 0xc000_0201,
+                            cluster_ids: vec![],
+                        });
+                        tables.push((
+                            i as u16,
+                            interner,
+                            Table {
+                                peer: *p,
+                                routes: Vec::new(),
+                            },
+                        ));
+                    }
+                }
+            }
+            Ok(Record::Rib(rib)) => {
+                for e in &rib.entries {
+                    let Some((_, interner, t)) =
+                        tables.iter_mut().find(|(i, _, _)| *i == e.peer_index)
+                    else {
+                        continue;
+                    };
+                    let Ok(u) = parse_attributes_only(e.attributes, &params) else {
+                        continue;
+                    };
+                    let v6 = rib.prefix.family() != ribshard_wire::Family::Ipv4Unicast;
+                    let a = interner.intern(&u.attrs, &params, next_hop_of(&u.attrs, v6));
+                    t.routes.push((Nlri::new(rib.prefix), a));
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(
+        asns.iter()
+            .filter_map(|asn| {
+                let i = tables.iter().position(|(_, _, t)| t.peer.asn == *asn)?;
+                Some(tables.swap_remove(i).2)
+            })
+            .collect(),
+    )
+}
