@@ -1,14 +1,15 @@
 //! # ribshard-engine: the running pipeline
 //!
 //! Owns the threads and tasks of a running ribshard and the bounded channels between them;
-//! the one place where the thread model is visible. Today: session I/O (tokio tasks, one per
-//! neighbor, plus listeners), which drives the RFC 4271 state machine of `ribshard-fsm`,
+//! the one place where the thread model is visible: session I/O ([`session`]: tokio tasks, one
+//! per neighbor, plus listeners), which drives the RFC 4271 state machine of `ribshard-fsm`,
 //! negotiates capabilities, runs keepalive, hold and send-hold timers, applies TCP MD5 and
-//! GTSM, enforces prefix limits, keeps each neighbor's Adj-RIB-In index, and hands every
-//! received UPDATE on, undecoded but validated, through a bounded channel.
+//! GTSM, enforces prefix limits, parses and interns received routes and batches them per shard;
+//! and the pipeline ([`pipeline`]): shard threads and update threads.
 //!
-//! It must never run routing work on a session task: keepalives and hold timers must not
-//! wait behind route processing, so sessions only frame, validate and count.
+//! It must never run routing work on a session task (keepalives and hold timers must not wait
+//! behind route processing: sessions only frame, parse, intern and batch), and never block an
+//! update thread on a shard (the one direction that would close a cycle of full queues).
 
 pub mod negotiate;
 pub mod pipeline;

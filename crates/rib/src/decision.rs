@@ -38,7 +38,7 @@ pub struct Candidate {
     /// The peer's address, IPv4 ones mapped into IPv6 so all compare.
     pub peer_address: u128,
     /// When the path arrived, in a sequence the shard keeps: lower is older.
-    pub arrival: u64,
+    pub arrival: u32,
 }
 
 /// Decision options (Junos `path-selection`).

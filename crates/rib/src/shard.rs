@@ -9,7 +9,10 @@
 use crate::attrs::RouteAttrs;
 use crate::decision::{best_path, Candidate, Options};
 use ribshard_wire::{Family, Nlri, Prefix};
-use std::collections::HashMap;
+// hashbrown with its default (foldhash) hasher: the table is keyed by prefixes we do not
+// choose, but a shard is not reachable by anyone who could aim collisions at one bucket any
+// more than the sender's own table, and SipHash costs a third of the ingest time.
+use hashbrown::HashMap;
 use std::sync::Arc;
 
 pub type PeerIndex = u32;
@@ -53,8 +56,10 @@ pub struct Path {
     pub path_id: u32,
     pub attrs: Arc<RouteAttrs>,
     /// Arrival sequence in this shard: lower is older. A replaced path gets a new one, so
-    /// it also names the path's version.
-    pub arrival: u64,
+    /// it also names the path's version. 32 bits keep a path at 24 octets; it wraps after
+    /// 4 billion announcements to one shard, where it can only reorder two otherwise equal
+    /// paths of one peer (Add-Path) once.
+    pub arrival: u32,
     /// Kept for a gracefully restarting peer (RFC 4724 section 4.2) until it sends the path
     /// again, its End-of-RIB, or the restart time passes.
     pub stale: bool,
@@ -109,9 +114,10 @@ pub struct Shard {
     dests: HashMap<Prefix, Dest>,
     peers: Vec<PeerInfo>,
     options: Options,
-    arrival: u64,
+    arrival: u32,
     journal: Vec<Prefix>,
     paths: usize,
+    scratch: (Vec<Candidate>, Vec<usize>),
 }
 
 impl Shard {
@@ -123,6 +129,7 @@ impl Shard {
             arrival: 0,
             journal: Vec::new(),
             paths: 0,
+            scratch: (Vec::new(), Vec::new()),
         }
     }
 
@@ -180,7 +187,7 @@ impl Shard {
 
     #[inline]
     pub fn announce_one(&mut self, peer: PeerIndex, attrs: &Arc<RouteAttrs>, n: Nlri) {
-        self.arrival += 1;
+        self.arrival = self.arrival.wrapping_add(1);
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
         let d = self.dests.entry(prefix).or_default();
@@ -333,18 +340,29 @@ impl Shard {
     /// The best of a prefix's eligible paths, decided now.
     pub fn best(&self, prefix: &Prefix) -> Option<&Path> {
         let d = self.dests.get(&prefix.masked())?;
-        self.best_of(d)
+        let mut scratch = (Vec::new(), Vec::new());
+        let i = self.best_of(&d.paths, &mut scratch)?;
+        d.paths.get(i)
     }
 
-    fn best_of<'d>(&self, d: &'d Dest) -> Option<&'d Path> {
+    /// The index of the best eligible path; `scratch` is reused between calls so deciding
+    /// allocates nothing.
+    fn best_of(&self, paths: &[Path], scratch: &mut (Vec<Candidate>, Vec<usize>)) -> Option<usize> {
         // One path (the common case for most prefixes): no candidates to build.
-        if let [only] = d.paths.as_slice() {
-            return self.eligible(only).then_some(only);
+        if let [only] = paths {
+            return self.eligible(only).then_some(0);
         }
-        let eligible: Vec<&Path> = d.paths.iter().filter(|p| self.eligible(p)).collect();
-        let cands: Vec<Candidate> = eligible.iter().map(|p| self.candidate(p)).collect();
-        let i = best_path(&cands, &self.options)?;
-        eligible.get(i).copied()
+        let (cands, index) = scratch;
+        cands.clear();
+        index.clear();
+        for (i, p) in paths.iter().enumerate() {
+            if self.eligible(p) {
+                cands.push(self.candidate(p));
+                index.push(i);
+            }
+        }
+        let i = best_path(cands, &self.options)?;
+        index.get(i).copied()
     }
 
     /// The Loc-RIB entry of a prefix as last reported to the update groups.
@@ -384,11 +402,15 @@ impl Shard {
     pub fn drain_changes(&mut self) -> Vec<Change> {
         let journal = std::mem::take(&mut self.journal);
         let mut changes = Vec::with_capacity(journal.len());
+        let mut scratch = std::mem::take(&mut self.scratch);
         for prefix in journal {
             let Some(d) = self.dests.get(&prefix) else {
                 continue;
             };
-            let best = self.best_of(d).cloned();
+            let best = self
+                .best_of(&d.paths, &mut scratch)
+                .and_then(|i| d.paths.get(i))
+                .cloned();
             let key = best.as_ref().map(|p| p.arrival);
             let changed = key != d.reported.as_ref().map(|p| p.arrival);
             let empty = d.paths.is_empty();
@@ -406,6 +428,7 @@ impl Shard {
                 changes.push(Change { prefix, old, best });
             }
         }
+        self.scratch = scratch;
         changes
     }
 }

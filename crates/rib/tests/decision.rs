@@ -25,7 +25,7 @@ fn base() -> Candidate {
 fn candidate() -> impl Strategy<Value = Candidate> {
     (
         (0u32..3, 0u32..4, 0u8..3, 0u32..3, 1u32..4),
-        (any::<bool>(), 0u32..3, 0u32..4, 0u32..3, 0u128..4, 0u64..4),
+        (any::<bool>(), 0u32..3, 0u32..4, 0u32..3, 0u128..4, 0u32..4),
     )
         .prop_map(
             |((lp, len, origin, med, nas), (ebgp, igp, rid, cl, addr, arrival))| Candidate {

@@ -115,7 +115,7 @@ fn peer_down_in_chunks() {
 }
 
 /// The model of one prefix: (peer, path id) -> (attribute set index, arrival).
-type Model = BTreeMap<(u32, u32), (usize, u64)>;
+type Model = BTreeMap<(u32, u32), (usize, u32)>;
 
 #[derive(Clone, Debug)]
 enum Op {
@@ -166,7 +166,7 @@ proptest! {
         }
         let mut model: BTreeMap<u32, Model> = BTreeMap::new();
         let mut loc_rib: BTreeMap<Prefix, (u32, u32)> = BTreeMap::new();
-        let mut arrival = 0u64;
+        let mut arrival = 0u32;
         let apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>| {
             for c in s.drain_changes() {
                 match c.best {
@@ -200,7 +200,7 @@ proptest! {
         }
         apply(&mut s, &mut loc_rib);
         for prefix in 0..6u32 {
-            let paths: Vec<((u32, u32), (usize, u64))> = model.get(&prefix).map(|m| m.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default();
+            let paths: Vec<((u32, u32), (usize, u32))> = model.get(&prefix).map(|m| m.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default();
             let cands: Vec<Candidate> = paths.iter().map(|((pe, _), (a, arr))| {
                 let ra = &pool[*a];
                 let info = peers[*pe as usize];
