@@ -1,20 +1,22 @@
 //! Sessions on loopback against a scripted peer (real TCP, our codec on the other side) and
 //! against another set of ribshard sessions. Every test bounds its time.
 
+mod common;
+
+use common::rawpeer::RawPeer;
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::notification::{cease, code};
 use ribshard_wire::open::Capability;
 use ribshard_wire::{
-    decode, frame, keepalive, Family, Message, Nlri, Notification, Open, Origin, Prefix,
-    SessionParams, UpdateBuilder,
+    decode, keepalive, Family, Message, Nlri, Notification, Open, Origin, Prefix, SessionParams,
+    UpdateBuilder,
 };
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
 use std::time::Duration;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpSocket, TcpStream};
+use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
 /// Distinct ports per test, so tests can run in parallel.
@@ -46,79 +48,6 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         add_path_send: false,
         description: "test".into(),
         routing: Default::default(),
-    }
-}
-
-/// A scripted BGP speaker: our codec over a real socket.
-struct RawPeer {
-    s: TcpStream,
-    buf: Vec<u8>,
-}
-
-impl RawPeer {
-    async fn connect(from: IpAddr, to: SocketAddr) -> RawPeer {
-        let sock = TcpSocket::new_v4().unwrap();
-        sock.bind(SocketAddr::new(from, 0)).unwrap();
-        RawPeer {
-            s: sock.connect(to).await.unwrap(),
-            buf: Vec::new(),
-        }
-    }
-    async fn send(&mut self, m: &[u8]) {
-        self.s.write_all(m).await.unwrap();
-    }
-    /// The next message, or `None` when the connection closes or 10 s pass.
-    async fn recv(&mut self) -> Option<Vec<u8>> {
-        tokio::time::timeout(Duration::from_secs(10), async {
-            loop {
-                if let Ok(Some(len)) = frame(&self.buf, 65535) {
-                    return Some(self.buf.drain(..len).collect());
-                }
-                let mut chunk = [0u8; 65536];
-                match self.s.read(&mut chunk).await {
-                    Ok(0) | Err(_) => return None,
-                    Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
-                }
-            }
-        })
-        .await
-        .ok()
-        .flatten()
-    }
-    /// Waits for a NOTIFICATION, skipping other messages.
-    async fn notification(&mut self) -> Option<Notification> {
-        while let Some(m) = self.recv().await {
-            if let Ok(Message::Notification(n)) = decode(&m, &SessionParams::default()) {
-                return Some(n);
-            }
-        }
-        None
-    }
-    /// OPEN both ways and KEEPALIVE both ways.
-    async fn establish(&mut self, asn: u32, hold: u16) {
-        self.establish_with(asn, hold, vec![]).await;
-    }
-
-    async fn establish_with(&mut self, asn: u32, hold: u16, extra: Vec<Capability>) {
-        let mut caps = vec![
-            Capability::Multiprotocol { afi: 1, safi: 1 },
-            Capability::Multiprotocol { afi: 2, safi: 1 },
-            Capability::FourOctetAs(asn),
-        ];
-        caps.extend(extra);
-        let open = Open::new(asn, hold, Ipv4Addr::new(10, 0, 0, 2), caps);
-        self.send(&open.encode()).await;
-        let m = self.recv().await.expect("OPEN from ribshard");
-        assert!(matches!(
-            decode(&m, &SessionParams::default()),
-            Ok(Message::Open(_))
-        ));
-        self.send(&keepalive()).await;
-        let m = self.recv().await.expect("KEEPALIVE from ribshard");
-        assert!(matches!(
-            decode(&m, &SessionParams::default()),
-            Ok(Message::Keepalive)
-        ));
     }
 }
 

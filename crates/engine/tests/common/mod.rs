@@ -1,1 +1,2 @@
+pub mod rawpeer;
 pub mod realdata;

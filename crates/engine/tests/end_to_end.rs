@@ -1,0 +1,243 @@
+//! The same with sockets: three upstream peers send a fixed sequence of announcements and
+//! withdrawals (one of them flaps), through real sessions and the pipeline, to two downstream
+//! peers; what each downstream peer ends up holding is identical for every thread setting,
+//! and equals what the decision process defines.
+
+mod common;
+
+use common::rawpeer::RawPeer;
+use ribshard_engine::negotiate::Routing;
+use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
+use ribshard_engine::{PeerSettings, Sessions};
+use ribshard_fsm::State;
+use ribshard_rib::attrs::{next_hop_of, normalized_key};
+use ribshard_rib::{LoopChecks, Options, RouteAttrs};
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, SessionParams, UpdateBuilder};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+const LOCAL_AS: u32 = 65050;
+
+fn params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+fn peer(addr: [u8; 4], asn: u32, downstream: bool) -> PeerSettings {
+    PeerSettings {
+        address: IpAddr::from(addr),
+        port: 179,
+        local_address: None,
+        local_as: LOCAL_AS,
+        peer_as: asn,
+        router_id: Ipv4Addr::new(127, 0, 0, 50),
+        internal: false,
+        hold_time: 30,
+        connect_retry_time: 1,
+        send_hold_time: 480,
+        passive: true,
+        authentication_key: None,
+        ttl_security: None,
+        multihop: true,
+        families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
+        prefix_limits: [None, None],
+        role: None,
+        add_path_receive: false,
+        add_path_send: false,
+        description: format!("AS{asn}"),
+        routing: Routing {
+            group: if downstream { "down" } else { "up" }.into(),
+            import_accept: true,
+            export_accept: downstream,
+            ..Routing::default()
+        },
+    }
+}
+
+const UPSTREAM: [([u8; 4], u32); 3] = [
+    ([127, 0, 0, 51], 65051),
+    ([127, 0, 0, 52], 65052),
+    ([127, 0, 0, 53], 65053),
+];
+const DOWNSTREAM: [([u8; 4], u32); 2] = [([127, 0, 0, 61], 65061), ([127, 0, 0, 62], 65062)];
+
+fn prefix(i: u32) -> Prefix {
+    Prefix::v4(Ipv4Addr::from(0x0a00_0000 + (i << 8)), 24).unwrap()
+}
+
+/// The UPDATEs upstream `u` sends in round `r`: 300 prefixes with AS paths of lengths that
+/// make each peer win some, then withdrawals of a third of them.
+fn round(u: usize, r: u32) -> Vec<u8> {
+    let b = UpdateBuilder::new(params());
+    let mut out = Vec::new();
+    for len in 0..3u32 {
+        let asn = UPSTREAM[u].1;
+        let mut path = vec![asn];
+        path.extend((0..(len + u as u32 + r) % 4).map(|k| 64600 + k));
+        let attrs = PathAttributes::canonical([
+            AttrValue::Origin(Origin::Igp),
+            AttrValue::AsPath(AsPath::sequence(path)),
+            AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 51 + u as u8)),
+            AttrValue::Communities(vec![asn << 16 | len]),
+        ]);
+        let enc = b.encode_attributes(&attrs);
+        let nlri: Vec<Nlri> = (0..300)
+            .filter(|i| i % 3 == len)
+            .map(|i| Nlri::new(prefix(i)))
+            .collect();
+        b.announce(&enc, Family::Ipv4Unicast, &[], &nlri, &mut out)
+            .unwrap();
+    }
+    let gone: Vec<Nlri> = (0..300)
+        .filter(|i| (i + u as u32 + r) % 3 == 0)
+        .map(|i| Nlri::new(prefix(i)))
+        .collect();
+    b.withdraw(Family::Ipv4Unicast, &gone, &mut out);
+    out
+}
+
+/// Reads a downstream peer's messages until it has been quiet for a while: its table.
+async fn table(p: &mut RawPeer) -> BTreeMap<Prefix, Vec<u8>> {
+    let mut t = BTreeMap::new();
+    let mut key = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(1500), p.recv()).await {
+        if let Ok(Message::Update(u)) = decode(&m, &params()) {
+            for n in u.withdrawn_all() {
+                t.remove(&n.prefix);
+            }
+            for n in u.announced() {
+                normalized_key(&u.attrs, &params(), next_hop_of(&u.attrs, false), &mut key);
+                t.insert(n.prefix, key.clone());
+            }
+        }
+    }
+    t
+}
+
+async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Prefix, Vec<u8>>> {
+    let pipeline = Pipeline::start(PipelineConfig {
+        shards,
+        update_threads,
+        options: Options::default(),
+    });
+    let peers: Vec<PeerSettings> = UPSTREAM
+        .iter()
+        .map(|(a, asn)| peer(*a, *asn, false))
+        .chain(DOWNSTREAM.iter().map(|(a, asn)| peer(*a, *asn, true)))
+        .collect();
+    let listen = SocketAddr::from(([127, 0, 0, 50], port));
+    let sessions = Sessions::start_with(peers, &[listen], None, Some(pipeline.clone()))
+        .await
+        .unwrap();
+    let mut down = Vec::new();
+    for (a, asn) in DOWNSTREAM {
+        let mut p = RawPeer::connect(IpAddr::from(a), listen).await;
+        p.establish(asn, 30).await;
+        down.push(p);
+    }
+    let mut up = Vec::new();
+    for (a, asn) in UPSTREAM {
+        let mut p = RawPeer::connect(IpAddr::from(a), listen).await;
+        p.establish(asn, 30).await;
+        up.push(p);
+    }
+    for r in 0..3 {
+        for (u, p) in up.iter_mut().enumerate() {
+            p.send(&round(u, r)).await;
+        }
+    }
+    // The third upstream flaps: its session goes (and its routes with it), then it comes
+    // back with one round only.
+    drop(up.pop());
+    let h = &sessions.peers[2];
+    assert!(
+        h.wait_for(Duration::from_secs(10), |s| s.state != State::Established)
+            .await
+    );
+    assert!(
+        h.wait_for(Duration::from_secs(10), |s| s.state == State::Active
+            || s.state == State::Idle)
+            .await
+    );
+    let mut back = RawPeer::connect(IpAddr::from(UPSTREAM[2].0), listen).await;
+    back.establish(UPSTREAM[2].1, 30).await;
+    back.send(&round(2, 7)).await;
+    // Everything sent has gone through every thread.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let p = pipeline.clone();
+    tokio::task::spawn_blocking(move || p.barrier())
+        .await
+        .unwrap();
+    let mut tables = Vec::new();
+    for p in &mut down {
+        tables.push(table(p).await);
+    }
+    sessions
+        .shutdown("test over", Duration::from_millis(500))
+        .await;
+    tokio::task::spawn_blocking(move || pipeline.stop())
+        .await
+        .unwrap();
+    tables
+}
+
+/// What the decision process defines for the final state: each upstream's last round
+/// (peer 3's round 7 after its flap), shortest AS path first; equal lengths go to the lowest
+/// peer address (all the scripted peers share one BGP Identifier). Returns prefix -> the AS
+/// path the downstream peers must see (ours prepended).
+fn expected() -> BTreeMap<Prefix, Vec<u32>> {
+    let mut best: BTreeMap<Prefix, (u32, usize, Vec<u32>)> = BTreeMap::new();
+    for (u, r) in [(0usize, 2u32), (1, 2), (2, 7)] {
+        for i in 0..300u32 {
+            if (i + u as u32 + r) % 3 == 0 {
+                continue; // withdrawn in its last round
+            }
+            let len = i % 3;
+            let mut path = vec![UPSTREAM[u].1];
+            path.extend((0..(len + u as u32 + r) % 4).map(|k| 64600 + k));
+            let cand = (path.len() as u32, u, path);
+            best.entry(prefix(i))
+                .and_modify(|b| {
+                    if (cand.0, cand.1) < (b.0, b.1) {
+                        *b = cand.clone();
+                    }
+                })
+                .or_insert(cand);
+        }
+    }
+    best.into_iter()
+        .map(|(p, (_, _, path))| {
+            let mut full = vec![LOCAL_AS];
+            full.extend(path);
+            (p, full)
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn same_tables_downstream_for_every_thread_setting() {
+    let base = run(1, 0, 27801).await;
+    assert!(base[0].len() > 150, "{} prefixes", base[0].len());
+    // Both downstream peers (one update group) hold the same.
+    assert_eq!(base[0], base[1]);
+    let got: BTreeMap<Prefix, Vec<u32>> = base[0]
+        .iter()
+        .map(|(p, key)| {
+            let a = RouteAttrs::from_key(key.clone().into(), &LoopChecks::default()).attributes();
+            let path = a
+                .as_path()
+                .map(|p| p.segments.iter().flat_map(|s| s.asns.clone()).collect())
+                .unwrap_or_default();
+            (*p, path)
+        })
+        .collect();
+    assert_eq!(got, expected());
+    for (i, (s, u)) in [(2, 2), (4, 3)].into_iter().enumerate() {
+        let t = run(s, u, 27802 + i as u16).await;
+        assert_eq!(t, base, "{s} shards, {u} update threads");
+    }
+}
