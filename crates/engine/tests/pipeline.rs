@@ -501,7 +501,7 @@ fn slow_member_catches_up() {
         );
         p.barrier();
         let (_, groups) = p.stats();
-        let slow = groups[0]
+        let slow = groups[0].groups[0]
             .members
             .iter()
             .find(|(m, _)| m.peer == 11)

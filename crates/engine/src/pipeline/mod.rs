@@ -137,9 +137,19 @@ pub enum ToUpdate {
         token: u64,
     },
     Barrier(std_mpsc::Sender<()>),
-    Stats(std_mpsc::Sender<Vec<GroupReport>>),
+    Stats(std_mpsc::Sender<UpdateThreadStats>),
     Tick,
     Stop,
+}
+
+/// What an update thread reports of itself and its groups.
+#[derive(Clone, Debug, PartialEq)]
+pub struct UpdateThreadStats {
+    /// `None` when update threading is off (the shard runs the groups).
+    pub thread: Option<usize>,
+    pub cpu_seconds: f64,
+    pub queue_high_water: usize,
+    pub groups: Vec<GroupReport>,
 }
 
 /// What a shard reports of itself.
@@ -453,8 +463,8 @@ impl Pipeline {
         all
     }
 
-    /// Per-shard and per-group accounting (blocking).
-    pub fn stats(&self) -> (Vec<ShardStats>, Vec<GroupReport>) {
+    /// Per-shard, per-update-thread and per-group accounting (blocking).
+    pub fn stats(&self) -> (Vec<ShardStats>, Vec<UpdateThreadStats>) {
         let mut shards = Vec::new();
         for s in &self.shards {
             let (tx, rx) = std_mpsc::channel();
@@ -465,13 +475,13 @@ impl Pipeline {
         for u in &self.updates {
             let (tx, rx) = std_mpsc::channel();
             let _ = u.blocking_send(ToUpdate::Stats(tx));
-            groups.extend(rx.recv().unwrap_or_default());
+            groups.extend(rx.recv().ok());
         }
         if self.updates.is_empty() {
             if let Some(s) = self.shards.first() {
                 let (tx, rx) = std_mpsc::channel();
                 let _ = s.blocking_send(ToShard::Update(Box::new(ToUpdate::Stats(tx))));
-                groups.extend(rx.recv().unwrap_or_default());
+                groups.extend(rx.recv().ok());
             }
         }
         (shards, groups)

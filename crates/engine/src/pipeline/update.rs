@@ -2,7 +2,7 @@
 //! UPDATEs once per group and fans the bytes out; asks the shards for table dumps when a
 //! member joins late, asks for a refresh, or catches up after being a slow writer.
 
-use super::{GroupReport, ToShard, ToUpdate};
+use super::{GroupReport, ToShard, ToUpdate, UpdateThreadStats};
 use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -18,6 +18,8 @@ pub(super) struct UpdateWorker {
     /// Dump requests that found a shard queue full, retried on the next tick: an update
     /// thread never blocks on a shard (shards block on update threads).
     unsent: VecDeque<(usize, GroupId, DumpRequest)>,
+    /// The deepest its queue has been, in messages.
+    pub(super) queue_high_water: usize,
 }
 
 impl UpdateWorker {
@@ -32,6 +34,7 @@ impl UpdateWorker {
             groups: BTreeMap::new(),
             shard_tx,
             unsent: VecDeque::new(),
+            queue_high_water: 0,
         }
     }
 
@@ -108,8 +111,12 @@ impl UpdateWorker {
             }
             ToUpdate::Stats(reply) => {
                 let thread = self.index;
-                let _ = reply.send(
-                    self.groups
+                let _ = reply.send(UpdateThreadStats {
+                    thread: self.shard_tx.is_some().then_some(thread),
+                    cpu_seconds: super::shard::thread_cpu_seconds(),
+                    queue_high_water: self.queue_high_water,
+                    groups: self
+                        .groups
                         .values()
                         .map(|g| GroupReport {
                             thread,
@@ -119,7 +126,7 @@ impl UpdateWorker {
                             members: g.members().map(|(m, s)| (m, s.clone())).collect(),
                         })
                         .collect(),
-                );
+                });
             }
             ToUpdate::Tick => {
                 for (id, g) in self.groups.iter_mut() {
@@ -168,6 +175,7 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>) {
         if matches!(m, ToUpdate::Stop) {
             return;
         }
+        w.queue_high_water = w.queue_high_water.max(rx.len() + 1);
         w.handle(m);
         if !w.unsent.is_empty() {
             // Retry soon without spinning; the shard is draining its queue meanwhile.
