@@ -1,6 +1,6 @@
 //! Routes through ribshard between real daemons on loopback: route reflection between BIRD
-//! and FRR clients (iBGP), eBGP transit between GoBGP and BIRD, and a transparent route server
-//! between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying so)
+//! and FRR clients (iBGP), eBGP transit between GoBGP and OpenBGPD and between GoBGP and BIRD,
+//! and a transparent route server between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying so)
 //! where a daemon is not installed; `scripts/test` installs them.
 
 mod common;
@@ -422,4 +422,115 @@ fn transparent_route_server_between_three_peers() {
         rib()
     );
     assert!(!rib().contains("65040"), "{}", rib());
+}
+
+#[test]
+fn ebgp_transit_between_gobgp_and_openbgpd() {
+    if !have("gobgpd", "--version")
+        || !have("bgpctl", "-V")
+        || !Path::new("/usr/sbin/bgpd").exists()
+    {
+        return;
+    }
+    if output(Command::new("id").arg("-u")).trim() != "0" {
+        eprintln!("SKIPPED: OpenBGPD needs root");
+        return;
+    }
+    let dir = tempdir("transit-openbgpd");
+    let (port_r, port_o, port_g) = (27991, 27992, 27993);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "gobgp",
+                    "external",
+                    Some(65042),
+                    "next-hop-self = false\n",
+                    &[("127.0.0.42", port_g)],
+                ),
+                ribshard_group(
+                    "openbgpd",
+                    "external",
+                    Some(65046),
+                    "",
+                    &[("127.0.0.46", port_o)],
+                ),
+            ],
+        ),
+    );
+    let sock = dir.join("bgpd.sock");
+    let conf = dir.join("bgpd.conf");
+    // OpenBGPD announces with a non-loopback next hop, which GoBGP requires: on eBGP it would
+    // replace it with its own address without `set nexthop no-modify`.
+    std::fs::write(
+        &conf,
+        format!(
+            "AS 65046\nrouter-id 127.0.0.46\nlisten on 127.0.0.46 port {port_o}\nfib-update no\n\
+             socket \"{}\"\nnexthop qualify via default\n\
+             network 203.0.113.0/24 set {{ community 65046:100 large-community 65046:7:8 nexthop 198.51.100.46 }}\n\
+             neighbor 127.0.0.40 {{\n\tremote-as 65040\n\tport {port_r}\n\tlocal-address 127.0.0.46\n\
+             \tmultihop 2\n}}\nallow from any\nallow to any set nexthop no-modify\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let run = dir.join("run");
+    let p = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mkdir -p {run}/openbgpd && mount --bind {run} /run && exec bgpd -d -v -f {conf}",
+            run = run.display(),
+            conf = conf.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start OpenBGPD");
+    let _bgpd = Proc(p);
+    let bgpctl = |args: &[&str]| output(Command::new("bgpctl").arg("-s").arg(&sock).args(args));
+    let g = GoBgp::start(&dir, port_g, port_r, false);
+    gobgp_originate(
+        &g,
+        &dir,
+        "192.0.2.0/24",
+        &[
+            "community",
+            "65042:100",
+            "large-community",
+            "65042:7:8",
+            "med",
+            "50",
+        ],
+    );
+    // GoBGP's route at OpenBGPD: our AS prepended, communities intact.
+    let at_openbgpd = || bgpctl(&["show", "rib", "detail", "192.0.2.0/24"]);
+    assert!(
+        wait(30, || at_openbgpd().contains("65040 65042")),
+        "{}\n{}\n{}",
+        at_openbgpd(),
+        bgpctl(&["show", "summary"]),
+        log_of(&dir)
+    );
+    let o = at_openbgpd();
+    assert!(o.contains("65042:100") && o.contains("65042:7:8"), "{o}");
+    assert!(
+        o.contains("127.0.0.40"),
+        "next hop self towards OpenBGPD: {o}"
+    );
+    // OpenBGPD's route at GoBGP.
+    let rib4 = || g.cli(&["global", "rib", "-a", "ipv4"]);
+    assert!(
+        wait(30, || rib4().contains("203.0.113.0/24")),
+        "{}\n{}",
+        rib4(),
+        log_of(&dir)
+    );
+    let r = rib4();
+    assert!(
+        r.contains("65040 65046") && r.contains("198.51.100.46"),
+        "{r}"
+    );
+    assert!(r.contains("65046:100"), "{r}");
 }
