@@ -87,9 +87,11 @@ fn main() {
         per_path,
         per_path_rss
     );
-    let _ = std::fs::create_dir_all("target/criterion");
+    // Bench binaries run in the package directory: write beside criterion's results.
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/criterion");
+    let _ = std::fs::create_dir_all(dir);
     let _ = std::fs::write(
-        "target/criterion/memory.json",
+        format!("{dir}/memory.json"),
         format!(
             "{{\"paths\": {}, \"prefixes\": {}, \"heap_bytes_per_path\": {per_path:.1}, \"rss_bytes_per_path\": {per_path_rss:.1}}}\n",
             shard.paths(),

@@ -498,7 +498,12 @@ impl Session {
                     self.received(r);
                     // Hand routes on when the batch is full or nothing more is buffered.
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
-                    if !more || self.batcher.as_ref().is_some_and(|b| b.len() >= BATCH) {
+                    // Thousands of prefixes per shard per hand-off, however many shards.
+                    let full = self
+                        .pipeline
+                        .as_ref()
+                        .map_or(BATCH, |p| BATCH * p.config.shards);
+                    if !more || self.batcher.as_ref().is_some_and(|b| b.len() >= full) {
                         self.flush_routes();
                     }
                 }
