@@ -63,15 +63,51 @@ pub struct Path {
     /// Kept for a gracefully restarting peer (RFC 4724 section 4.2) until it sends the path
     /// again, its End-of-RIB, or the restart time passes.
     pub stale: bool,
+    /// Withdrawn or replaced, but still the best path last reported: kept (never eligible)
+    /// until the next decision reports the change, which needs the old path for export.
+    pub gone: bool,
 }
 
+/// One prefix: 32 octets beside its 20-octet key.
 #[derive(Debug, Default)]
 struct Dest {
+    /// Its paths; the best path last reported stays here (marked `gone`) after it is
+    /// withdrawn, until the next decision.
     paths: Vec<Path>,
-    /// The best path last reported in a change (the Loc-RIB entry as the update groups
-    /// know it).
-    reported: Option<Path>,
-    dirty: bool,
+    /// Arrival number of the best path last reported (the Loc-RIB entry as the update groups
+    /// know it), valid with [`REPORTED`].
+    reported: u32,
+    flags: u8,
+}
+
+const DIRTY: u8 = 1;
+const REPORTED: u8 = 2;
+
+impl Dest {
+    fn reported(&self) -> Option<u32> {
+        (self.flags & REPORTED != 0).then_some(self.reported)
+    }
+    fn reported_path(&self) -> Option<&Path> {
+        let r = self.reported()?;
+        self.paths.iter().find(|p| p.arrival == r)
+    }
+    /// Takes out the paths matching `f`: the reported one is only marked gone. Returns how
+    /// many live paths left.
+    fn remove_where(&mut self, mut f: impl FnMut(&Path) -> bool) -> usize {
+        let r = self.reported();
+        let before = self.paths.iter().filter(|p| !p.gone).count();
+        self.paths.retain_mut(|p| {
+            if p.gone || !f(p) {
+                return true;
+            }
+            if Some(p.arrival) == r {
+                p.gone = true;
+                return true;
+            }
+            false
+        });
+        before - self.paths.iter().filter(|p| !p.gone).count()
+    }
 }
 
 /// What a walk over one peer's paths does (see [`Shard::walk`]).
@@ -167,8 +203,8 @@ impl Shard {
     }
 
     fn touch(journal: &mut Vec<Prefix>, prefix: Prefix, d: &mut Dest) {
-        if !d.dirty {
-            d.dirty = true;
+        if d.flags & DIRTY == 0 {
+            d.flags |= DIRTY;
             journal.push(prefix);
         }
     }
@@ -191,30 +227,39 @@ impl Shard {
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
         let d = self.dests.entry(prefix).or_default();
+        let reported = d.reported();
+        let new = Path {
+            peer,
+            path_id,
+            attrs: attrs.clone(),
+            arrival: self.arrival,
+            stale: false,
+            gone: false,
+        };
         match d
             .paths
             .iter_mut()
-            .find(|p| p.peer == peer && p.path_id == path_id)
+            .find(|p| !p.gone && p.peer == peer && p.path_id == path_id)
         {
             // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
             Some(p) if Arc::ptr_eq(&p.attrs, attrs) => {
                 p.stale = false;
                 return;
             }
-            Some(p) => {
-                // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it.
-                p.attrs = attrs.clone();
-                p.arrival = self.arrival;
-                p.stale = false;
+            // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it; the
+            // reported best stays until decided.
+            Some(p) if Some(p.arrival) == reported => {
+                p.gone = true;
+                d.paths.push(new);
             }
+            Some(p) => *p = new,
             None => {
-                d.paths.push(Path {
-                    peer,
-                    path_id,
-                    attrs: attrs.clone(),
-                    arrival: self.arrival,
-                    stale: false,
-                });
+                // Most prefixes have one or two paths: grow one at a time up to four (a
+                // Vec's first allocation would hold four, 96 octets), then as usual.
+                if d.paths.len() < 4 {
+                    d.paths.reserve_exact(1);
+                }
+                d.paths.push(new);
                 self.paths += 1;
             }
         }
@@ -232,11 +277,9 @@ impl Shard {
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
         if let Some(d) = self.dests.get_mut(&prefix) {
-            let before = d.paths.len();
-            d.paths
-                .retain(|p| !(p.peer == peer && p.path_id == path_id));
-            if d.paths.len() != before {
-                self.paths -= before - d.paths.len();
+            let n = d.remove_where(|p| p.peer == peer && p.path_id == path_id);
+            if n > 0 {
+                self.paths -= n;
                 Self::touch(&mut self.journal, prefix, d);
             }
         }
@@ -252,7 +295,7 @@ impl Shard {
             prefixes: self
                 .dests
                 .iter()
-                .filter(|(_, d)| d.paths.iter().any(|p| p.peer == peer))
+                .filter(|(_, d)| d.paths.iter().any(|p| !p.gone && p.peer == peer))
                 .map(|(p, _)| *p)
                 .collect(),
             at: 0,
@@ -277,27 +320,25 @@ impl Shard {
             let Some(d) = self.dests.get_mut(prefix) else {
                 continue;
             };
-            let in_family = |f: &[bool; 2]| f.get(prefix.family().index()) == Some(&true);
-            let before = d.paths.len();
-            match walk.op {
-                WalkOp::Remove => d.paths.retain(|p| p.peer != peer),
+            let in_family = f_of(prefix);
+            let n = match walk.op {
+                WalkOp::Remove => d.remove_where(|p| p.peer == peer),
                 WalkOp::FlushStale(f) if in_family(&f) => {
-                    d.paths.retain(|p| !(p.peer == peer && p.stale))
+                    d.remove_where(|p| p.peer == peer && p.stale)
                 }
-                WalkOp::FlushStale(_) => {}
-                WalkOp::MarkStale(f) => {
-                    if in_family(&f) {
-                        d.paths
-                            .iter_mut()
-                            .filter(|p| p.peer == peer)
-                            .for_each(|p| p.stale = true);
-                    } else {
-                        d.paths.retain(|p| p.peer != peer);
-                    }
+                WalkOp::FlushStale(_) => 0,
+                WalkOp::MarkStale(f) if in_family(&f) => {
+                    d.paths
+                        .iter_mut()
+                        .filter(|p| !p.gone && p.peer == peer)
+                        .for_each(|p| p.stale = true);
+                    0
                 }
-            }
-            if d.paths.len() != before {
-                self.paths -= before - d.paths.len();
+                // Families the restarting peer does not preserve go now.
+                WalkOp::MarkStale(_) => d.remove_where(|p| p.peer == peer),
+            };
+            if n > 0 {
+                self.paths -= n;
                 Self::touch(&mut self.journal, *prefix, d);
             }
         }
@@ -328,9 +369,11 @@ impl Shard {
         }
     }
 
-    /// Whether a path may be chosen: import policy accepts it and it does not loop.
+    /// Whether a path may be chosen: it is there, import policy accepts it and it does not
+    /// loop.
     fn eligible(&self, p: &Path) -> bool {
-        p.attrs.loop_free
+        !p.gone
+            && p.attrs.loop_free
             && self
                 .peers
                 .get(p.peer as usize)
@@ -367,14 +410,14 @@ impl Shard {
 
     /// The Loc-RIB entry of a prefix as last reported to the update groups.
     pub fn reported(&self, prefix: &Prefix) -> Option<&Path> {
-        self.dests.get(prefix)?.reported.as_ref()
+        self.dests.get(prefix)?.reported_path()
     }
 
     /// Every prefix with a reported best path (for table dumps; see [`Shard::reported`]).
     pub fn reported_prefixes(&self) -> Vec<Prefix> {
         self.dests
             .iter()
-            .filter(|(_, d)| d.reported.is_some())
+            .filter(|(_, d)| d.flags & REPORTED != 0)
             .map(|(p, _)| *p)
             .collect()
     }
@@ -383,7 +426,7 @@ impl Shard {
     pub fn all_paths(&self) -> impl Iterator<Item = (&Prefix, &Path)> {
         self.dests
             .iter()
-            .flat_map(|(p, d)| d.paths.iter().map(move |x| (p, x)))
+            .flat_map(|(p, d)| d.paths.iter().filter(|x| !x.gone).map(move |x| (p, x)))
     }
 
     /// Families a prefix can be in, for callers that count per family.
@@ -412,14 +455,26 @@ impl Shard {
                 .and_then(|i| d.paths.get(i))
                 .cloned();
             let key = best.as_ref().map(|p| p.arrival);
-            let changed = key != d.reported.as_ref().map(|p| p.arrival);
-            let empty = d.paths.is_empty();
-            let mut old = None;
+            let changed = key != d.reported();
+            let old = if changed {
+                d.reported_path().cloned()
+            } else {
+                None
+            };
+            let mut empty = false;
             if let Some(d) = self.dests.get_mut(&prefix) {
-                d.dirty = false;
+                d.flags &= !DIRTY;
                 if changed {
-                    old = std::mem::replace(&mut d.reported, best.clone());
+                    match key {
+                        Some(a) => {
+                            d.reported = a;
+                            d.flags |= REPORTED;
+                        }
+                        None => d.flags &= !REPORTED,
+                    }
                 }
+                d.paths.retain(|p| !p.gone);
+                empty = d.paths.is_empty();
             }
             if empty {
                 self.dests.remove(&prefix);
@@ -431,6 +486,11 @@ impl Shard {
         self.scratch = scratch;
         changes
     }
+}
+
+/// Whether a family flag is set for the prefix's family.
+fn f_of(prefix: &Prefix) -> impl Fn(&[bool; 2]) -> bool + '_ {
+    move |f| f.get(prefix.family().index()) == Some(&true)
 }
 
 /// Which shard owns a prefix: a hash of the masked prefix, modulo the number of shards. The

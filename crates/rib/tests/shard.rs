@@ -225,3 +225,26 @@ proptest! {
         }
     }
 }
+
+/// A change names the best path reported before it, even once that path is withdrawn or
+/// replaced (export compares what each group was sent with what it gets now).
+#[test]
+fn changes_carry_the_old_best() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    let a = attrs(&[65001, 1], None, None);
+    let b = attrs(&[65001, 2], None, None);
+    s.announce(0, &a, [Nlri::new(p(1)), Nlri::new(p(2))]);
+    assert_eq!(s.drain_changes().len(), 2);
+    s.announce(0, &b, [Nlri::new(p(1))]);
+    s.withdraw(0, [Nlri::new(p(2))]);
+    let mut c = s.drain_changes();
+    c.sort_by_key(|c| c.prefix);
+    assert_eq!(c.len(), 2);
+    assert!(Arc::ptr_eq(&c[0].old.as_ref().unwrap().attrs, &a));
+    assert!(Arc::ptr_eq(&c[0].best.as_ref().unwrap().attrs, &b));
+    assert!(Arc::ptr_eq(&c[1].old.as_ref().unwrap().attrs, &a));
+    assert!(c[1].best.is_none());
+    assert_eq!(s.paths(), 1);
+    assert_eq!(s.prefixes(), 1);
+}
