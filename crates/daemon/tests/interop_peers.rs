@@ -285,19 +285,7 @@ fn openbgpd_routes(passive_ribshard: bool, port_r: u16, port_o: u16, name: &str)
         ),
     )
     .unwrap();
-    let run = dir.join("run");
-    let p = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(format!(
-            "mkdir -p {run}/openbgpd && mount --bind {run} /run && exec bgpd -d -v -f {conf}",
-            run = run.display(),
-            conf = conf.display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
-        .spawn()
-        .expect("start OpenBGPD");
-    let _bgpd = Proc(p);
+    let _bgpd = openbgpd(&dir, &conf);
     let want = prefix("203.0.113.0/24");
     assert!(
         wait(30, || read_dump(&dump).0.contains_key(&want)),

@@ -476,19 +476,7 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
         ),
     )
     .unwrap();
-    let run = dir.join("run");
-    let p = Command::new("unshare")
-        .args(["-m", "--propagation", "private", "sh", "-c"])
-        .arg(format!(
-            "mkdir -p {run}/openbgpd && mount --bind {run} /run && exec bgpd -d -v -f {conf}",
-            run = run.display(),
-            conf = conf.display()
-        ))
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
-        .spawn()
-        .expect("start OpenBGPD");
-    let _bgpd = Proc(p);
+    let _bgpd = openbgpd(&dir, &conf);
     let bgpctl = |args: &[&str]| output(Command::new("bgpctl").arg("-s").arg(&sock).args(args));
     let g = GoBgp::start(&dir, port_g, port_r, false);
     gobgp_originate(

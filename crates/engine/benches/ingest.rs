@@ -8,28 +8,12 @@
 mod realdata;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use realdata::{load, Table, LOCAL_AS};
+use realdata::{info, load, Table, LOCAL_AS};
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo, Shard};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
-
-pub fn info(t: &Table) -> PeerInfo {
-    PeerInfo {
-        ebgp: true,
-        router_id: u32::from(t.peer.bgp_id),
-        address: match t.peer.address {
-            std::net::IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
-            std::net::IpAddr::V6(a) => u128::from(a),
-        },
-        local_as: LOCAL_AS,
-        peer_as: t.peer.asn,
-        import_accept: true,
-        rr_cluster: None,
-        rs_client: false,
-    }
-}
 
 /// A downstream peer that takes everything at once.
 struct Discard(Arc<AtomicU64>);

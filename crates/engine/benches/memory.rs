@@ -7,8 +7,8 @@
 #[path = "../tests/common/realdata.rs"]
 mod realdata;
 
-use realdata::{load, Table, LOCAL_AS};
-use ribshard_rib::{Options, PeerInfo, Shard};
+use realdata::{info, load, Table};
+use ribshard_rib::{Options, Shard};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -44,19 +44,7 @@ fn rss() -> usize {
 fn into_shard(tables: &[Table]) -> Shard {
     let mut s = Shard::new(Options::default());
     for (i, t) in tables.iter().enumerate() {
-        s.set_peer(
-            i as u32,
-            PeerInfo {
-                ebgp: true,
-                router_id: u32::from(t.peer.bgp_id),
-                address: i as u128,
-                local_as: LOCAL_AS,
-                peer_as: t.peer.asn,
-                import_accept: true,
-                rr_cluster: None,
-                rs_client: false,
-            },
-        );
+        s.set_peer(i as u32, info(t));
         for (n, a) in &t.routes {
             s.announce_one(i as u32, a, *n);
         }

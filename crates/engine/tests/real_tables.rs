@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::realdata::{load, Table, LOCAL_AS};
+use common::realdata::{info, load, Table};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::attrs::NORMALIZED;
 use ribshard_rib::{Options, PeerInfo, RouteAttrs};
@@ -13,24 +13,7 @@ use ribshard_wire::update::segment;
 use ribshard_wire::{parse_attributes_only, Prefix};
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::Arc;
-
-fn info(t: &Table) -> PeerInfo {
-    PeerInfo {
-        ebgp: true,
-        router_id: u32::from(t.peer.bgp_id),
-        address: match t.peer.address {
-            IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
-            IpAddr::V6(a) => u128::from(a),
-        },
-        local_as: LOCAL_AS,
-        peer_as: t.peer.asn,
-        import_accept: true,
-        rr_cluster: None,
-        rs_client: false,
-    }
-}
 
 /// RFC 4271 section 9.1.2.2 for two external paths, computed from the attribute bytes:
 /// shortest AS_PATH (an AS_SET counts one), lowest ORIGIN, lowest MED if both come from the

@@ -261,3 +261,23 @@ impl GoBgp {
         )
     }
 }
+
+// ---- OpenBGPD ----
+
+/// Starts OpenBGPD with `conf`; it needs root for its chroot /run/openbgpd, made here in a
+/// private mount namespace. Logs to `dir/bgpd.log`.
+pub fn openbgpd(dir: &Path, conf: &Path) -> Proc {
+    let run = dir.join("run");
+    let p = Command::new("unshare")
+        .args(["-m", "--propagation", "private", "sh", "-c"])
+        .arg(format!(
+            "mkdir -p {run}/openbgpd && mount --bind {run} /run && exec bgpd -d -v -f {conf}",
+            run = run.display(),
+            conf = conf.display()
+        ))
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start OpenBGPD");
+    Proc(p)
+}

@@ -181,12 +181,29 @@ impl Conn {
         matches!(frame(&self.buf, max_len), Ok(Some(_)))
     }
 
-    /// Closes after everything queued is written, or after [`CLOSE_GRACE`].
+    /// Closes after everything queued is written, or after [`CLOSE_GRACE`]. The read side is
+    /// drained until the neighbor closes too: closing a socket with unread data makes Linux
+    /// send a RST, which can destroy a NOTIFICATION still in flight (RFC 4271 section 6 wants
+    /// it delivered before the connection goes).
     pub(crate) fn close(self) {
-        let Conn { write, writer, .. } = self;
+        let Conn {
+            write,
+            writer,
+            mut read,
+            ..
+        } = self;
         drop(write);
         tokio::spawn(async move {
-            tokio::time::sleep(CLOSE_GRACE).await;
+            let drain = async {
+                let mut sink = [0u8; 4096];
+                loop {
+                    match read.read(&mut sink).await {
+                        Ok(0) | Err(_) => break,
+                        Ok(_) => {}
+                    }
+                }
+            };
+            let _ = tokio::time::timeout(CLOSE_GRACE, drain).await;
             writer.abort();
         });
     }

@@ -5,7 +5,7 @@
 
 use ribshard_mrt::{Peer, Record, RibRecord};
 use ribshard_rib::attrs::next_hop_of;
-use ribshard_rib::{Interner, LoopChecks, RouteAttrs};
+use ribshard_rib::{Interner, LoopChecks, PeerInfo, RouteAttrs};
 use ribshard_wire::{parse_attributes_only, Nlri};
 use std::sync::Arc;
 
@@ -75,4 +75,21 @@ pub fn load(asns: &[u32]) -> Option<Vec<Table>> {
             })
             .collect(),
     )
+}
+
+/// The shard's view of a table's peer: an external peer with its address and identifier.
+pub fn info(t: &Table) -> PeerInfo {
+    PeerInfo {
+        ebgp: true,
+        router_id: u32::from(t.peer.bgp_id),
+        address: match t.peer.address {
+            std::net::IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
+            std::net::IpAddr::V6(a) => u128::from(a),
+        },
+        local_as: LOCAL_AS,
+        peer_as: t.peer.asn,
+        import_accept: true,
+        rr_cluster: None,
+        rs_client: false,
+    }
 }
