@@ -262,13 +262,20 @@ impl UpdateGroup {
             return;
         };
         tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = bytes.len(), members = self.members.len(), "live changes");
-        let own: Vec<(MemberId, Option<Bytes>)> = self
+        // The peers whose own paths are in this batch, found once: only those members get a
+        // variant with their paths withdrawn.
+        let sources: HashSet<u32> = entries
+            .iter()
+            .filter(|e| e.exported.is_some())
+            .map(|e| e.source)
+            .collect();
+        let variants: Vec<MemberId> = self
             .members
             .iter()
-            .filter(|m| m.live.get(shard) == Some(&true))
-            .filter(|m| entries.iter().any(|e| is_own(e, m.id)))
+            .filter(|m| m.live.get(shard) == Some(&true) && sources.contains(&m.id.peer))
             .map(|m| m.id)
-            .collect::<Vec<_>>()
+            .collect();
+        let own: Vec<(MemberId, Option<Bytes>)> = variants
             .into_iter()
             .map(|id| (id, self.encode(&without_own(entries, id))))
             .collect();

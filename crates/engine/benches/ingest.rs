@@ -8,10 +8,10 @@
 mod realdata;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use realdata::{info, load, Table, LOCAL_AS};
+use realdata::{info, into_shard, load, peers_up, Table, LOCAL_AS};
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
-use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo, Shard};
+use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -69,11 +69,7 @@ fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u
     {
         p.blocking_send(m);
     }
-    for (i, t) in tables.iter().enumerate() {
-        for m in p.peer_up(i as u32, info(t), None).0 {
-            p.blocking_send(m);
-        }
-    }
+    peers_up(&p, tables);
     let mut batchers: Vec<Batcher> = (0..tables.len())
         .map(|i| Batcher::new(i as u32, p.config.shards))
         .collect();
@@ -93,18 +89,6 @@ fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u
     p.barrier();
     p.stop();
     sent.load(Ordering::Relaxed)
-}
-
-pub fn into_shard(tables: &[Table]) -> Shard {
-    let mut s = Shard::new(Options::default());
-    for (i, t) in tables.iter().enumerate() {
-        s.set_peer(i as u32, info(t));
-        for (n, a) in &t.routes {
-            s.announce_one(i as u32, a, *n);
-        }
-    }
-    let _ = s.drain_changes();
-    s
 }
 
 fn bench(c: &mut Criterion) {

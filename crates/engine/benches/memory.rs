@@ -7,8 +7,7 @@
 #[path = "../tests/common/realdata.rs"]
 mod realdata;
 
-use realdata::{info, load, Table};
-use ribshard_rib::{Options, Shard};
+use realdata::{into_shard, load};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicIsize, Ordering};
 
@@ -39,18 +38,6 @@ fn rss() -> usize {
         .and_then(|x| x.parse::<usize>().ok())
         .unwrap_or(0)
         * 4096
-}
-
-fn into_shard(tables: &[Table]) -> Shard {
-    let mut s = Shard::new(Options::default());
-    for (i, t) in tables.iter().enumerate() {
-        s.set_peer(i as u32, info(t));
-        for (n, a) in &t.routes {
-            s.announce_one(i as u32, a, *n);
-        }
-    }
-    let _ = s.drain_changes();
-    s
 }
 
 fn main() {

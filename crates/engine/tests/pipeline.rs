@@ -33,6 +33,38 @@ impl Sink for TestSink {
     }
 }
 
+impl TestSink {
+    fn new() -> TestSink {
+        TestSink {
+            bytes: Arc::default(),
+            queued: Arc::default(),
+        }
+    }
+}
+
+fn start(shards: usize, update_threads: usize) -> Arc<Pipeline> {
+    Pipeline::start(PipelineConfig {
+        shards,
+        update_threads,
+        options: Options::default(),
+    })
+}
+
+fn send_all(p: &Pipeline, msgs: Vec<Target>) {
+    msgs.into_iter().for_each(|t| p.blocking_send(t));
+}
+
+/// Hands a batcher's routes to their shards.
+fn flush(p: &Pipeline, b: &mut Batcher) {
+    send_all(
+        p,
+        b.take()
+            .into_iter()
+            .map(|(i, m)| Target::Shard(i, m))
+            .collect(),
+    );
+}
+
 /// Upstream peers: 0 and 1 in AS 65001 (MED compared), 2 in AS 65002, 3 an iBGP route
 /// reflection client.
 fn upstream(i: u32) -> PeerInfo {
@@ -232,21 +264,13 @@ fn member_table(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, Vec<u8
 type Outcome = (Vec<(Prefix, u32, Vec<u8>)>, Vec<BTreeMap<Prefix, Vec<u8>>>);
 
 fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
-    let p = Pipeline::start(PipelineConfig {
-        shards,
-        update_threads,
-        options: Options::default(),
-    });
-    let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
+    let p = start(shards, update_threads);
     for i in 0..4 {
-        send_all(p.peer_up(i, upstream(i), None).0);
+        send_all(&p, p.peer_up(i, upstream(i), None).0);
     }
     let mut members: Vec<Member> = Vec::new();
     let join = |m: usize, epoch: u32| -> Member {
-        let sink = TestSink {
-            bytes: Arc::default(),
-            queued: Arc::default(),
-        };
+        let sink = TestSink::new();
         let info = PeerInfo {
             ebgp: !matches!(MEMBERS[m].1, GroupKind::Internal { .. }),
             router_id: 0x0b00_0000 + m as u32,
@@ -266,7 +290,7 @@ fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
             info,
             Some((spec(m), id, Box::new(sink.clone()))),
         );
-        send_all(msgs);
+        send_all(&p, msgs);
         Member {
             sink,
             joined,
@@ -295,32 +319,25 @@ fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
                     let pf = prefix(i);
                     b.announce(&pool.get(*peer, *variant, pf.family()), Nlri::new(pf));
                 }
-                send_all(
-                    b.take()
-                        .into_iter()
-                        .map(|(i, m)| Target::Shard(i, m))
-                        .collect(),
-                );
+                flush(&p, &mut b);
             }
             Op::Withdraw { peer, prefixes } => {
                 let mut b = Batcher::new(*peer, p.config.shards);
                 for &i in prefixes {
                     b.withdraw(Nlri::new(prefix(i)));
                 }
-                send_all(
-                    b.take()
-                        .into_iter()
-                        .map(|(i, m)| Target::Shard(i, m))
-                        .collect(),
-                );
+                flush(&p, &mut b);
             }
             Op::Flap { peer } => {
-                send_all(p.peer_down(*peer, None, None));
-                send_all(p.peer_up(*peer, upstream(*peer), None).0);
+                send_all(&p, p.peer_down(*peer, None, None));
+                send_all(&p, p.peer_up(*peer, upstream(*peer), None).0);
             }
             Op::FlapMember { member } => {
                 if let Some(old) = members.get_mut(*member) {
-                    send_all(p.peer_down(member_peer(*member), None, old.joined.take()));
+                    send_all(
+                        &p,
+                        p.peer_down(member_peer(*member), None, old.joined.take()),
+                    );
                     let epoch = old.epoch + 1;
                     *old = join(*member, epoch);
                 }
@@ -438,19 +455,9 @@ fn export_rules_per_group() {
 #[test]
 fn slow_member_catches_up() {
     for (shards, uts) in [(1, 0), (2, 2)] {
-        let p = Pipeline::start(PipelineConfig {
-            shards,
-            update_threads: uts,
-            options: Options::default(),
-        });
-        let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
-        send_all(p.peer_up(0, upstream(0), None).0);
-        let sinks: Vec<TestSink> = (0..2)
-            .map(|_| TestSink {
-                bytes: Arc::default(),
-                queued: Arc::default(),
-            })
-            .collect();
+        let p = start(shards, uts);
+        send_all(&p, p.peer_up(0, upstream(0), None).0);
+        let sinks: Vec<TestSink> = (0..2).map(|_| TestSink::new()).collect();
         for (m, s) in sinks.iter().enumerate() {
             let info = PeerInfo {
                 ebgp: true,
@@ -463,6 +470,7 @@ fn slow_member_catches_up() {
                 epoch: 0,
             };
             send_all(
+                &p,
                 p.peer_up(
                     10 + m as u32,
                     info,
@@ -477,12 +485,7 @@ fn slow_member_catches_up() {
             for i in ps {
                 b.announce(&pool.get(0, v, prefix(i).family()), Nlri::new(prefix(i)));
             }
-            send_all(
-                b.take()
-                    .into_iter()
-                    .map(|(i, m)| Target::Shard(i, m))
-                    .collect(),
-            );
+            flush(&p, &mut b);
         };
         announce(0..40, 0, &mut pool);
         p.barrier();
@@ -493,12 +496,7 @@ fn slow_member_catches_up() {
         for i in 20..30 {
             b.withdraw(Nlri::new(prefix(i)));
         }
-        send_all(
-            b.take()
-                .into_iter()
-                .map(|(i, m)| Target::Shard(i, m))
-                .collect(),
-        );
+        flush(&p, &mut b);
         p.barrier();
         let (_, groups) = p.stats();
         let slow = groups[0].groups[0]
@@ -535,21 +533,14 @@ fn slow_member_catches_up() {
 #[test]
 fn late_peer_routes_reach_earlier_member() {
     for (shards, uts) in [(1, 0), (2, 2)] {
-        let p = Pipeline::start(PipelineConfig {
-            shards,
-            update_threads: uts,
-            options: Options::default(),
-        });
-        let send_all = |t: Vec<Target>| t.into_iter().for_each(|t| p.blocking_send(t));
+        let p = start(shards, uts);
         let mut pool = Pool(HashMap::new());
         let mut sinks = Vec::new();
         for (peer, m, pf) in [(3u32, 4usize, 1u8), (2, 5, 2)] {
-            let sink = TestSink {
-                bytes: Arc::default(),
-                queued: Arc::default(),
-            };
+            let sink = TestSink::new();
             let id = MemberId { peer, epoch: 1 };
             send_all(
+                &p,
                 p.peer_up(
                     peer,
                     upstream(peer),
@@ -562,12 +553,7 @@ fn late_peer_routes_reach_earlier_member() {
                 &pool.get(peer, 0, Family::Ipv4Unicast),
                 Nlri::new(prefix(pf)),
             );
-            send_all(
-                b.take()
-                    .into_iter()
-                    .map(|(i, m)| Target::Shard(i, m))
-                    .collect(),
-            );
+            flush(&p, &mut b);
             p.barrier();
             sinks.push(sink);
         }

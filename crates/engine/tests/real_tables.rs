@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::realdata::{info, load, Table};
+use common::realdata::{info, load, peers_up, Table};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::attrs::NORMALIZED;
 use ribshard_rib::{Options, PeerInfo, RouteAttrs};
@@ -59,11 +59,7 @@ fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Vec<(Prefix, 
         update_threads,
         options: Options::default(),
     });
-    for (i, t) in tables.iter().enumerate() {
-        for m in p.peer_up(i as u32, info(t), None).0 {
-            p.blocking_send(m);
-        }
-    }
+    peers_up(&p, tables);
     // Both sessions at once, interleaved in batches as two sessions would deliver them.
     let mut batchers: Vec<Batcher> = (0..tables.len())
         .map(|i| Batcher::new(i as u32, p.config.shards))

@@ -91,22 +91,23 @@ impl Dest {
         let r = self.reported()?;
         self.paths.iter().find(|p| p.arrival == r)
     }
-    /// Takes out the paths matching `f`: the reported one is only marked gone. Returns how
-    /// many live paths left.
+    /// Takes out the live paths matching `f` (the reported one is only marked gone); returns
+    /// how many.
     fn remove_where(&mut self, mut f: impl FnMut(&Path) -> bool) -> usize {
         let r = self.reported();
-        let before = self.paths.iter().filter(|p| !p.gone).count();
+        let mut removed = 0;
         self.paths.retain_mut(|p| {
             if p.gone || !f(p) {
                 return true;
             }
+            removed += 1;
             if Some(p.arrival) == r {
                 p.gone = true;
                 return true;
             }
             false
         });
-        before - self.paths.iter().filter(|p| !p.gone).count()
+        removed
     }
 }
 
@@ -128,12 +129,6 @@ pub struct Walk {
     pub op: WalkOp,
     prefixes: Vec<Prefix>,
     at: usize,
-}
-
-impl Walk {
-    pub fn remaining(&self) -> usize {
-        self.prefixes.len() - self.at
-    }
 }
 
 /// A change of a prefix's best path.
@@ -420,24 +415,6 @@ impl Shard {
             .filter(|(_, d)| d.flags & REPORTED != 0)
             .map(|(p, _)| *p)
             .collect()
-    }
-
-    /// Every path, for display and tests: (prefix, path).
-    pub fn all_paths(&self) -> impl Iterator<Item = (&Prefix, &Path)> {
-        self.dests
-            .iter()
-            .flat_map(|(p, d)| d.paths.iter().filter(|x| !x.gone).map(move |x| (p, x)))
-    }
-
-    /// Families a prefix can be in, for callers that count per family.
-    pub fn family_counts(&self) -> [usize; 2] {
-        let mut c = [0; 2];
-        for p in self.dests.keys() {
-            if let Some(n) = c.get_mut(p.family().index()) {
-                *n += 1;
-            }
-        }
-        c
     }
 
     /// Decides every prefix touched since the last call, once each, and returns those whose

@@ -778,46 +778,41 @@ impl Session {
         if let Some(f) = end_of_rib {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
-        if let (Some(b), Some(interner)) = (self.batcher.as_mut(), self.interner.as_mut()) {
-            for n in parsed.withdrawn_all() {
+        // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
+        // a pipeline, the per-shard batches.
+        let adj = &mut self.adj_rib_in;
+        let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
+        let index_key = |n: Nlri| Nlri {
+            prefix: n.prefix.masked(),
+            ..n
+        };
+        for n in parsed.withdrawn_all() {
+            if let Some(set) = adj.get_mut(n.prefix.family().index()) {
+                set.remove(&index_key(n));
+            }
+            if let Some((b, _)) = pipe.as_mut() {
                 b.withdraw(n);
             }
-            if parsed.treat_as_withdraw.is_none() {
-                if !parsed.nlri.is_empty() {
-                    let a =
-                        interner.intern(&parsed.attrs, &params, next_hop_of(&parsed.attrs, false));
-                    for n in parsed.nlri.iter() {
-                        b.announce(&a, n);
+        }
+        if parsed.treat_as_withdraw.is_none() {
+            // The NLRI field (next hop in NEXT_HOP), then MP_REACH_NLRI (its own next hop).
+            let mp = parsed.attrs.mp_reach.and_then(|m| m.nlri);
+            for (run, in_mp) in [(Some(parsed.nlri), false), (mp, true)] {
+                let Some(run) = run.filter(|r| !r.is_empty()) else {
+                    continue;
+                };
+                let attrs = pipe.as_mut().map(|(_, interner)| {
+                    let nh = next_hop_of(&parsed.attrs, in_mp);
+                    interner.intern(&parsed.attrs, &params, nh)
+                });
+                for n in run.iter() {
+                    if let Some(set) = adj.get_mut(n.prefix.family().index()) {
+                        set.insert(index_key(n));
+                    }
+                    if let (Some((b, _)), Some(a)) = (pipe.as_mut(), attrs.as_ref()) {
+                        b.announce(a, n);
                     }
                 }
-                if let Some(nlri) = parsed.attrs.mp_reach.and_then(|m| m.nlri) {
-                    if !nlri.is_empty() {
-                        let a = interner.intern(
-                            &parsed.attrs,
-                            &params,
-                            next_hop_of(&parsed.attrs, true),
-                        );
-                        for n in nlri.iter() {
-                            b.announce(&a, n);
-                        }
-                    }
-                }
-            }
-        }
-        for n in parsed.withdrawn_all() {
-            if let Some(set) = self.adj_rib_in.get_mut(n.prefix.family().index()) {
-                set.remove(&Nlri {
-                    prefix: n.prefix.masked(),
-                    ..n
-                });
-            }
-        }
-        for n in parsed.announced() {
-            if let Some(set) = self.adj_rib_in.get_mut(n.prefix.family().index()) {
-                set.insert(Nlri {
-                    prefix: n.prefix.masked(),
-                    ..n
-                });
             }
         }
         drop(parsed);
@@ -832,16 +827,10 @@ impl Session {
         if let Some(family) = end_of_rib {
             // RFC 4724 section 4.2: stale routes of the family that were not sent again go.
             if let Some((f, until)) = self.stale {
-                if f.get(family.index()) == Some(&true) {
-                    let mut left = f;
-                    if let Some(x) = left.get_mut(family.index()) {
-                        *x = false;
-                    }
+                let only = families(&[family]);
+                if f[0] && only[0] || f[1] && only[1] {
+                    let left = [f[0] && !only[0], f[1] && !only[1]];
                     self.stale = (left != [false; 2]).then_some((left, until));
-                    let mut only = [false; 2];
-                    if let Some(x) = only.get_mut(family.index()) {
-                        *x = true;
-                    }
                     self.flush_routes();
                     self.push_flush_stale(only);
                 }

@@ -3,9 +3,10 @@
 //! Shared by the real-data test and the ingest benchmark.
 #![allow(dead_code)]
 
+use ribshard_engine::pipeline::Pipeline;
 use ribshard_mrt::{Peer, Record, RibRecord};
 use ribshard_rib::attrs::next_hop_of;
-use ribshard_rib::{Interner, LoopChecks, PeerInfo, RouteAttrs};
+use ribshard_rib::{Interner, LoopChecks, Options, PeerInfo, RouteAttrs, Shard};
 use ribshard_wire::{parse_attributes_only, Nlri};
 use std::sync::Arc;
 
@@ -92,4 +93,26 @@ pub fn info(t: &Table) -> PeerInfo {
         rr_cluster: None,
         rs_client: false,
     }
+}
+
+/// Brings up one upstream peer per table (peer index = table index).
+pub fn peers_up(p: &Pipeline, tables: &[Table]) {
+    for (i, t) in tables.iter().enumerate() {
+        for m in p.peer_up(i as u32, info(t), None).0 {
+            p.blocking_send(m);
+        }
+    }
+}
+
+/// Every path of the tables in one shard, on this thread, every prefix decided.
+pub fn into_shard(tables: &[Table]) -> Shard {
+    let mut s = Shard::new(Options::default());
+    for (i, t) in tables.iter().enumerate() {
+        s.set_peer(i as u32, info(t));
+        for (n, a) in &t.routes {
+            s.announce_one(i as u32, a, *n);
+        }
+    }
+    let _ = s.drain_changes();
+    s
 }
