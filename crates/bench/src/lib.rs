@@ -1,0 +1,19 @@
+//! # ribshard-bench: convergence benchmarks of BGP daemons, side by side
+//!
+//! Owns the load generator (upstream speakers that announce real or synthesized tables,
+//! encoded before the clock starts; downstream speakers that count what they hold), the
+//! device-under-test runner (ribshard, BIRD 2, FRR bgpd, GoBGP, OpenBGPD, each with a
+//! configuration generated for the scenario), the scenarios, and the report that writes the
+//! convergence section of BENCHMARKS.md with its charts.
+//!
+//! It must never use ribshard's own routing code to decide what a receiver should hold: the
+//! expected tables come from the feeds alone, so the bench checks ribshard as it checks the
+//! others. It talks to the device only over BGP on 127.0.0.0/8 and reads its CPU and memory
+//! from /proc.
+
+pub mod chart;
+pub mod dut;
+pub mod report;
+pub mod scenario;
+pub mod speaker;
+pub mod table;

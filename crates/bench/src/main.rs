@@ -1,0 +1,199 @@
+//! `ribshard-bench`: run one scenario against one daemon, or the whole matrix into
+//! BENCHMARKS.md.
+
+use clap::{Parser, Subcommand};
+use ribshard_bench::dut::{DutKind, Threads};
+use ribshard_bench::report;
+use ribshard_bench::scenario::{self, Options, Scenario, Sizes};
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "ribshard-bench",
+    version,
+    about = "BGP convergence benchmarks: ribshard beside BIRD 2, FRR, GoBGP and OpenBGPD"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Runs one scenario against one device under test.
+    Run {
+        #[arg(value_enum)]
+        scenario: Scenario,
+        #[arg(long, value_enum)]
+        dut: DutKind,
+        /// ribshard's number-of-shards (default: the number of CPUs).
+        #[arg(long)]
+        shards: Option<u32>,
+        /// ribshard's update-threading number-of-threads (default: the number of CPUs; 0
+        /// with 1 shard is the single-threaded mode).
+        #[arg(long)]
+        update_threads: Option<u32>,
+        /// Small sizes (the whole quick matrix runs in about two minutes).
+        #[arg(long)]
+        quick: bool,
+        /// Appends the result as one JSON object per line.
+        #[arg(long)]
+        json: Option<PathBuf>,
+        #[command(flatten)]
+        common: Common,
+        #[command(flatten)]
+        sizes: Sizes,
+    },
+    /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
+    /// BENCHMARKS.md and its charts.
+    Report {
+        #[arg(long)]
+        quick: bool,
+        /// Only these daemons (default: all five, ribshard twice: 1x0 and the CPU count).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        duts: Vec<DutKind>,
+        /// Only these scenarios (default: all).
+        #[arg(long, value_enum, value_delimiter = ',')]
+        scenarios: Vec<Scenario>,
+        /// Results file (JSON lines), appended to, then read back for the report.
+        #[arg(long, default_value = "target/bench/results.jsonl")]
+        json: PathBuf,
+        /// Write the report from the results file only, running nothing.
+        #[arg(long)]
+        from_json: bool,
+        /// The file whose convergence section is rewritten.
+        #[arg(long, default_value = "BENCHMARKS.md")]
+        out: PathBuf,
+        #[command(flatten)]
+        common: Common,
+    },
+}
+
+#[derive(clap::Args)]
+struct Common {
+    /// Where the real MRT files are (default: ../shared/data beside the repository).
+    #[arg(long)]
+    data: Option<PathBuf>,
+    /// Scratch directory for the daemons' configurations and logs.
+    #[arg(long, default_value = "/tmp/ribshard-bench")]
+    work: PathBuf,
+    /// The port the device under test listens on (127.0.0.1).
+    #[arg(long, default_value_t = 1790)]
+    port: u16,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+}
+
+fn cpus() -> u32 {
+    std::thread::available_parallelism().map_or(1, |n| n.get() as u32)
+}
+
+fn append_json(path: &PathBuf, r: &scenario::RunResult) -> std::io::Result<()> {
+    if let Some(d) = path.parent() {
+        std::fs::create_dir_all(d)?;
+    }
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)?;
+    writeln!(
+        f,
+        "{}",
+        serde_json::to_string(r).map_err(std::io::Error::other)?
+    )
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Run {
+            scenario,
+            dut,
+            shards,
+            update_threads,
+            quick,
+            json,
+            common,
+            sizes,
+        } => {
+            let opts = Options {
+                scenario,
+                dut,
+                threads: Threads {
+                    shards: shards.unwrap_or(cpus()),
+                    update_threads: update_threads.unwrap_or(cpus()),
+                },
+                quick,
+                sizes,
+                data_dir: common.data.unwrap_or_else(scenario::default_data_dir),
+                work_dir: common.work,
+                port: common.port,
+                seed: common.seed,
+            };
+            match scenario::run(&opts) {
+                Ok(r) => {
+                    println!("{}", report::one_line(&r));
+                    if let Some(j) = json {
+                        if let Err(e) = append_json(&j, &r) {
+                            eprintln!("error: {}: {e}", j.display());
+                            return ExitCode::FAILURE;
+                        }
+                    }
+                    if r.correct {
+                        ExitCode::SUCCESS
+                    } else {
+                        ExitCode::from(2)
+                    }
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Command::Report {
+            quick,
+            duts,
+            scenarios,
+            json,
+            from_json,
+            out,
+            common,
+        } => {
+            let plan = report::Matrix {
+                quick,
+                duts,
+                scenarios,
+                data_dir: common.data.unwrap_or_else(scenario::default_data_dir),
+                work_dir: common.work,
+                port: common.port,
+                seed: common.seed,
+                cpus: cpus(),
+            };
+            if !from_json {
+                for r in report::run_matrix(&plan) {
+                    println!("{}", report::one_line(&r));
+                    if let Err(e) = append_json(&json, &r) {
+                        eprintln!("error: {}: {e}", json.display());
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            match report::write(&json, &out) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}

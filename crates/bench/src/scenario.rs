@@ -1,0 +1,860 @@
+//! Scenarios: the topology around the device under test, what each upstream announces, what
+//! each downstream must end up holding, and the timed phase.
+//!
+//! Every run: start the DUT, bring up every session (receivers first), then time one phase.
+//! A phase has converged when every sender has written everything, every receiver holds as
+//! many prefixes as expected with none unexpected, and no receiver has had an UPDATE for the
+//! quiet period; the convergence time runs from the start of the phase to the last UPDATE
+//! any receiver got. Correct means every receiver then holds exactly its expected prefixes.
+
+use crate::dut::{Dut, DutError, DutKind, Neighbor, Role, Threads, Topology, LOCAL_AS};
+use crate::speaker::{now_ns, Bits, Holding, Index, PeerSpec, Session, SessionError};
+use crate::table::{self, Feed, Source, Spread, Trace};
+use hashbrown::HashMap;
+use std::net::{Ipv4Addr, SocketAddrV4};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Scenario {
+    /// One real full table from one upstream to one downstream.
+    FullTable,
+    /// Both real full tables from two upstreams to one downstream.
+    TwoFullTables,
+    /// Route reflector: K sources x N prefixes to D clients in G groups, from scratch.
+    Rr,
+    /// Transparent route server: P peers each announcing its share, receiving the rest.
+    RouteServer,
+    /// The rr setup converged, then every session reset at once.
+    ClearAll,
+    /// The rr setup converged, then 75% of the clients flapped.
+    Flap,
+    /// One full table converged, then a real RIS update trace replayed.
+    Churn,
+}
+
+impl Scenario {
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::FullTable => "full-table",
+            Scenario::TwoFullTables => "two-full-tables",
+            Scenario::Rr => "rr",
+            Scenario::RouteServer => "route-server",
+            Scenario::ClearAll => "clear-all",
+            Scenario::Flap => "flap",
+            Scenario::Churn => "churn",
+        }
+    }
+    pub const ALL: [Scenario; 7] = [
+        Scenario::FullTable,
+        Scenario::TwoFullTables,
+        Scenario::Rr,
+        Scenario::RouteServer,
+        Scenario::ClearAll,
+        Scenario::Flap,
+        Scenario::Churn,
+    ];
+}
+
+/// Sizes; `None` takes the scenario's default (real size, or quick size with `--quick`).
+#[derive(Clone, Debug, Default, clap::Args)]
+pub struct Sizes {
+    /// Prefixes (real tables: the first N of the RIB).
+    #[arg(long)]
+    pub prefixes: Option<usize>,
+    /// Sources of the rr scenarios (K).
+    #[arg(long)]
+    pub sources: Option<usize>,
+    /// Receivers of the rr scenarios (D).
+    #[arg(long)]
+    pub clients: Option<usize>,
+    /// Groups the rr receivers are configured in (G).
+    #[arg(long)]
+    pub groups: Option<usize>,
+    /// Peers of the route-server scenario (P).
+    #[arg(long)]
+    pub peers: Option<usize>,
+    /// Replay speed of the churn scenario (1 = as recorded).
+    #[arg(long)]
+    pub speed: Option<f64>,
+}
+
+#[derive(Clone, Debug)]
+pub struct Options {
+    pub scenario: Scenario,
+    pub dut: DutKind,
+    pub threads: Threads,
+    pub quick: bool,
+    pub sizes: Sizes,
+    pub data_dir: PathBuf,
+    pub work_dir: PathBuf,
+    pub port: u16,
+    pub seed: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum BenchError {
+    #[error(transparent)]
+    Dut(#[from] DutError),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error("cannot create {path}: {source}")]
+    WorkDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("the churn scenario needs {0}")]
+    NoTrace(PathBuf),
+}
+
+/// One run, as `--json` writes it.
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct RunResult {
+    pub scenario: String,
+    pub dut: String,
+    pub dut_version: String,
+    pub shards: Option<u32>,
+    pub update_threads: Option<u32>,
+    /// Paths announced by all upstreams together.
+    pub routes: usize,
+    /// Distinct prefixes.
+    pub prefixes: usize,
+    pub upstream_peers: usize,
+    pub downstream_peers: usize,
+    /// Start of the timed phase to the last UPDATE any receiver got.
+    pub converge_s: f64,
+    /// Start of the timed phase to the moment the last receiver held every expected prefix.
+    pub full_s: f64,
+    /// User + system CPU of the DUT's processes during the timed phase.
+    pub dut_cpu_s: f64,
+    pub dut_peak_rss_bytes: u64,
+    /// Peak RSS less the RSS with all sessions up and no routes, per path announced.
+    pub bytes_per_path: f64,
+    /// CPU of this program (generator and receivers) during the timed phase.
+    pub generator_cpu_s: f64,
+    pub correct: bool,
+    /// Why the run is not correct, when it is not.
+    pub problem: Option<String>,
+    pub quick: bool,
+    /// "real" (../shared/data) or "synthesized".
+    pub data: String,
+    /// churn: replay speed, per-update latency percentiles (ms), largest keepalive gap (s).
+    pub speed: Option<f64>,
+    pub latency_p50_ms: Option<f64>,
+    pub latency_p99_ms: Option<f64>,
+    pub latency_max_ms: Option<f64>,
+    pub latency_samples: Option<usize>,
+    pub max_keepalive_gap_s: Option<f64>,
+    pub hold_time_s: u16,
+    pub date: String,
+}
+
+/// The neighbors, what each announces, and what each receiver must hold.
+struct Plan {
+    topo: Topology,
+    /// Feed per neighbor (senders).
+    feeds: Vec<Option<Feed>>,
+    /// Expected prefixes per neighbor (receivers) once the feeds are learned.
+    expected: Vec<Option<Bits>>,
+    /// churn: expected once the trace is replayed as well.
+    after_trace: Vec<Option<Bits>>,
+    index: Arc<Index>,
+    routes: usize,
+    data: &'static str,
+    trace: Option<Trace>,
+}
+
+fn addr(net: u8, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, net, (i + 1) as u8)
+}
+
+fn real_or_synth(opts: &Options, asns: &[u32], default: usize) -> (Vec<Feed>, &'static str) {
+    let limit = opts.sizes.prefixes.or(opts.quick.then_some(50_000));
+    if let Some(f) = table::real(&opts.data_dir, asns, limit) {
+        return (f, "real");
+    }
+    tracing::warn!(
+        "{} absent: synthesized tables instead",
+        opts.data_dir.join(table::REAL_RIB).display()
+    );
+    let sources: Vec<Source> = asns
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Source {
+            asn: *a,
+            external: true,
+            next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+        })
+        .collect();
+    (
+        table::synth(&sources, limit.unwrap_or(default), Spread::All, opts.seed),
+        "synthesized",
+    )
+}
+
+fn plan(opts: &Options) -> Result<Plan, BenchError> {
+    let q = |quick: usize, full: usize| if opts.quick { quick } else { full };
+    let s = &opts.sizes;
+    let mut neighbors = Vec::new();
+    let mut feeds = Vec::new();
+    let mut trace = None;
+    let (role, data) = match opts.scenario {
+        Scenario::FullTable | Scenario::TwoFullTables | Scenario::Churn => {
+            let asns: &[u32] = if opts.scenario == Scenario::TwoFullTables {
+                &table::REAL_PEERS
+            } else {
+                &table::REAL_PEERS[..1]
+            };
+            let (f, data) = real_or_synth(opts, asns, 323_486);
+            for (i, feed) in f.into_iter().enumerate() {
+                neighbors.push(Neighbor {
+                    addr: addr(1, i),
+                    asn: feed.asn,
+                    group: "upstreams".into(),
+                    receives: false,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            neighbors.push(Neighbor {
+                addr: addr(2, 0),
+                asn: 64_900,
+                group: "downstreams".into(),
+                receives: true,
+                sends: false,
+            });
+            feeds.push(None);
+            if opts.scenario == Scenario::Churn {
+                let path = opts.data_dir.join("ris-updates-20160811.mrt.gz");
+                let mut t =
+                    table::trace(&path, table::REAL_PEERS[0], Ipv4Addr::new(198, 51, 100, 1))
+                        .ok_or(BenchError::NoTrace(path))?;
+                if opts.quick {
+                    // The first minute of the trace.
+                    let keep = t
+                        .messages
+                        .iter()
+                        .take_while(|(at, _)| *at < 60_000_000)
+                        .count();
+                    t.messages.truncate(keep);
+                    t.prefixes.truncate(keep);
+                }
+                trace = Some(t);
+            }
+            (Role::Transit, data)
+        }
+        Scenario::Rr | Scenario::ClearAll | Scenario::Flap => {
+            let k = s.sources.unwrap_or(q(3, 10)).max(1);
+            let d = s.clients.unwrap_or(q(6, 100)).max(1);
+            let g = s.groups.unwrap_or(q(2, 10)).clamp(1, d);
+            let n = s.prefixes.unwrap_or(q(20_000, 800_000));
+            let sources: Vec<Source> = (0..k)
+                .map(|i| Source {
+                    asn: LOCAL_AS,
+                    external: false,
+                    next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+                })
+                .collect();
+            for (i, feed) in table::synth(&sources, n, Spread::All, opts.seed)
+                .into_iter()
+                .enumerate()
+            {
+                neighbors.push(Neighbor {
+                    addr: addr(1, i),
+                    asn: LOCAL_AS,
+                    group: "sources".into(),
+                    receives: true,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            for j in 0..d {
+                neighbors.push(Neighbor {
+                    addr: addr(2 + (j / 250) as u8, j % 250),
+                    asn: LOCAL_AS,
+                    group: format!("clients{}", j % g),
+                    receives: true,
+                    sends: false,
+                });
+                feeds.push(None);
+            }
+            (Role::Reflector, "synthesized")
+        }
+        Scenario::RouteServer => {
+            let p = s.peers.unwrap_or(q(4, 20)).max(2);
+            let n = s.prefixes.unwrap_or(q(20_000, 500_000));
+            let sources: Vec<Source> = (0..p)
+                .map(|i| Source {
+                    asn: 65_001 + i as u32,
+                    external: true,
+                    next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+                })
+                .collect();
+            for (i, feed) in table::synth(&sources, n, Spread::Share, opts.seed)
+                .into_iter()
+                .enumerate()
+            {
+                neighbors.push(Neighbor {
+                    addr: addr(3, i),
+                    asn: feed.asn,
+                    group: "rs-clients".into(),
+                    receives: true,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            (Role::RouteServer, "synthesized")
+        }
+    };
+    let index = Arc::new(Index::new(
+        feeds
+            .iter()
+            .flatten()
+            .flat_map(|f| f.prefixes.iter().copied())
+            .chain(
+                trace
+                    .iter()
+                    .flat_map(|t| t.prefixes.iter().flatten().map(|(k, _)| *k)),
+            ),
+    ));
+    let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
+    // Receivers in the rr setups (sources included) are checked only where they are not
+    // sources: a source gets the reflected best paths of the others, which depend on ties.
+    let expected_with = |trace: Option<&Trace>| -> Vec<Option<Bits>> {
+        neighbors
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if !n.receives || (role == Role::Reflector && n.sends) {
+                    return None;
+                }
+                let mut b = Bits::new(index.len());
+                for (j, f) in feeds.iter().enumerate() {
+                    // A route server never sends a peer its own routes back.
+                    if role == Role::RouteServer && j == i {
+                        continue;
+                    }
+                    for k in f.iter().flat_map(|f| f.prefixes.iter()) {
+                        if let Some(x) = index.get(*k) {
+                            b.set(x);
+                        }
+                    }
+                }
+                for (k, announce) in trace.iter().flat_map(|t| t.prefixes.iter().flatten()) {
+                    if let Some(x) = index.get(*k) {
+                        if *announce {
+                            b.set(x);
+                        } else {
+                            b.clear(x);
+                        }
+                    }
+                }
+                Some(b)
+            })
+            .collect()
+    };
+    // Receivers in the rr setups are checked only where they are not sources: a source gets
+    // the reflected best paths of the others, which depend on tie-breaks.
+    let expected = expected_with(None);
+    let after_trace = match &trace {
+        Some(t) => expected_with(Some(t)),
+        None => Vec::new(),
+    };
+    let hold = if opts.scenario == Scenario::Churn {
+        9
+    } else {
+        240
+    };
+    Ok(Plan {
+        topo: Topology {
+            role,
+            port: opts.port,
+            hold,
+            neighbors,
+        },
+        feeds,
+        expected,
+        after_trace,
+        index,
+        routes,
+        data,
+        trace,
+    })
+}
+
+/// Sessions of every neighbor (index = neighbor), established in parallel.
+fn establish_all(
+    plan: &Plan,
+    which: &[usize],
+    sessions: &mut [Option<Session>],
+    record: Option<usize>,
+) -> Result<(), BenchError> {
+    let dut = SocketAddrV4::new(crate::dut::DUT_ADDR, plan.topo.port);
+    // Receivers first, so they are up before the first route arrives.
+    let (receivers, senders): (Vec<usize>, Vec<usize>) = which
+        .iter()
+        .partition(|i| plan.expected.get(**i).is_some_and(|e| e.is_some()));
+    for batch in [receivers, senders] {
+        let results: Vec<(usize, Result<Session, SessionError>)> = std::thread::scope(|s| {
+            let handles: Vec<_> = batch
+                .iter()
+                .map(|&i| {
+                    s.spawn(move || {
+                        let n = &plan.topo.neighbors[i];
+                        let holding = plan.expected[i].as_ref().map(|_| {
+                            let mut h = Holding::new(plan.index.clone(), n.asn);
+                            if record == Some(i) {
+                                h.record = Some(Vec::new());
+                            }
+                            h
+                        });
+                        let spec = PeerSpec {
+                            local: n.addr,
+                            asn: n.asn,
+                        };
+                        let r = Session::establish(
+                            spec,
+                            dut,
+                            plan.topo.hold,
+                            holding,
+                            Duration::from_secs(90),
+                        );
+                        (i, r)
+                    })
+                })
+                .collect();
+            handles.into_iter().filter_map(|h| h.join().ok()).collect()
+        });
+        for (i, r) in results {
+            if let Some(slot) = sessions.get_mut(i) {
+                *slot = Some(r?);
+            }
+        }
+    }
+    Ok(())
+}
+
+/// When a timed phase started, how long the DUT must stay quiet to count as converged, and when
+/// to give up.
+#[derive(Clone, Copy)]
+struct Clock {
+    t0: u64,
+    quiet: Duration,
+    timeout: Duration,
+}
+
+struct Phase {
+    converge_s: f64,
+    full_s: f64,
+    converged: bool,
+}
+
+/// Sends every sender's feed and waits for convergence of `watch`.
+fn timed_phase(
+    plan: &Plan,
+    sessions: &[Option<Session>],
+    senders: &[usize],
+    watch: &[usize],
+    clock: Clock,
+    dut: &mut Dut,
+) -> Result<Phase, BenchError> {
+    let done = AtomicUsize::new(0);
+    let failed: Mutex<Option<SessionError>> = Mutex::new(None);
+    std::thread::scope(|s| {
+        for &i in senders {
+            let (Some(Some(sess)), Some(Some(feed))) = (sessions.get(i), plan.feeds.get(i)) else {
+                done.fetch_add(1, Ordering::Relaxed);
+                continue;
+            };
+            let (done, failed) = (&done, &failed);
+            s.spawn(move || {
+                if let Err(e) = sess.send(&feed.bytes) {
+                    if let Ok(mut f) = failed.lock() {
+                        f.get_or_insert(e);
+                    }
+                }
+                done.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        wait_converged(
+            &plan.expected,
+            sessions,
+            watch,
+            &done,
+            senders.len(),
+            clock,
+            dut,
+        )
+    })
+    .and_then(|p| match failed.into_inner().ok().flatten() {
+        Some(e) => Err(e.into()),
+        None => Ok(p),
+    })
+}
+
+fn wait_converged(
+    expected: &[Option<Bits>],
+    sessions: &[Option<Session>],
+    watch: &[usize],
+    done: &AtomicUsize,
+    senders: usize,
+    clock: Clock,
+    dut: &mut Dut,
+) -> Result<Phase, BenchError> {
+    let Clock { t0, quiet, timeout } = clock;
+    let quiet = quiet.as_nanos() as u64;
+    let deadline = t0 + timeout.as_nanos() as u64;
+    let mut full_at: Option<u64> = None;
+    let mut polls = 0u64;
+    loop {
+        std::thread::sleep(Duration::from_millis(2));
+        polls += 1;
+        if polls % 50 == 0 {
+            dut.check()?;
+        }
+        let now = now_ns();
+        let mut full = done.load(Ordering::Relaxed) >= senders;
+        let mut last = t0;
+        for &i in watch {
+            let (Some(Some(s)), Some(Some(e))) = (sessions.get(i), expected.get(i)) else {
+                continue;
+            };
+            let st = &s.stats;
+            full &= st.held.load(Ordering::Relaxed) == e.count()
+                && st.extras.load(Ordering::Relaxed) == 0;
+            last = last.max(st.last_update_ns.load(Ordering::Relaxed));
+        }
+        if full && full_at.is_none() {
+            full_at = Some(now);
+        }
+        if !full {
+            full_at = None;
+        }
+        if let Some(f) = full_at {
+            if now.saturating_sub(last) >= quiet {
+                return Ok(Phase {
+                    converge_s: (last.max(t0) - t0) as f64 / 1e9,
+                    full_s: (f.min(last.max(f)) - t0) as f64 / 1e9,
+                    converged: true,
+                });
+            }
+        }
+        if now > deadline {
+            return Ok(Phase {
+                converge_s: (now - t0) as f64 / 1e9,
+                full_s: (now - t0) as f64 / 1e9,
+                converged: false,
+            });
+        }
+    }
+}
+
+/// Whether every watched receiver holds exactly its expected prefixes; the first problem.
+fn check(
+    plan: &Plan,
+    expected: &[Option<Bits>],
+    sessions: &[Option<Session>],
+    watch: &[usize],
+) -> Option<String> {
+    for &i in watch {
+        let n = &plan.topo.neighbors[i];
+        let (Some(Some(s)), Some(Some(e))) = (sessions.get(i), expected.get(i)) else {
+            continue;
+        };
+        if s.stats.down.load(Ordering::Relaxed) {
+            return Some(format!("{}: the session went down", n.addr));
+        }
+        if s.stats.malformed.load(Ordering::Relaxed) {
+            return Some(format!("{}: received a malformed UPDATE", n.addr));
+        }
+        let Some(h) = s.holding.as_ref().and_then(|h| h.lock().ok()) else {
+            continue;
+        };
+        let wrong = h.bits.differences(e);
+        if wrong > 0 || !h.extras.is_empty() {
+            return Some(format!(
+                "{}: holds {} prefixes, expected {}: {} differ, {} unexpected",
+                n.addr,
+                h.bits.count(),
+                e.count(),
+                wrong,
+                h.extras.len()
+            ));
+        }
+    }
+    None
+}
+
+fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let i = ((sorted.len() - 1) as f64 * p).round() as usize;
+    sorted.get(i).copied()
+}
+
+/// Replays the trace through sender `up` at `speed`; returns (send time, prefixes) per message.
+fn replay(session: &Session, trace: &Trace, speed: f64) -> Result<Vec<u64>, SessionError> {
+    let start = now_ns();
+    let mut sent = Vec::with_capacity(trace.messages.len());
+    for (at, bytes) in &trace.messages {
+        let due = start + (*at as f64 * 1000.0 / speed) as u64;
+        let now = now_ns();
+        if due > now {
+            std::thread::sleep(Duration::from_nanos(due - now));
+        }
+        sent.push(now_ns());
+        session.send(bytes)?;
+    }
+    Ok(sent)
+}
+
+/// Latency of each replayed prefix: from its send to the first receipt at or after it.
+fn latencies(trace: &Trace, sent: &[u64], received: &[(u64, u64)]) -> Vec<f64> {
+    let mut at: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (k, t) in received {
+        at.entry(*k).or_default().push(*t);
+    }
+    let mut out = Vec::new();
+    for (keys, t_send) in trace.prefixes.iter().zip(sent) {
+        for (k, _) in keys {
+            let Some(v) = at.get(k) else { continue };
+            let i = v.partition_point(|t| t < t_send);
+            if let Some(t) = v.get(i) {
+                out.push((t - t_send) as f64 / 1e6);
+            }
+        }
+    }
+    out.sort_by(f64::total_cmp);
+    out
+}
+
+fn today() -> String {
+    let out = std::process::Command::new("date")
+        .args(["-u", "+%Y-%m-%d"])
+        .output();
+    out.map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+/// Runs one scenario against one DUT.
+pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
+    let sc = opts.scenario;
+    tracing::info!("{} on {}: preparing the tables", sc.name(), opts.dut.name());
+    let plan = plan(opts)?;
+    let dir = opts.work_dir.join(format!(
+        "{}-{}-{}",
+        sc.name(),
+        opts.dut.name(),
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).map_err(|source| BenchError::WorkDir {
+        path: dir.clone(),
+        source,
+    })?;
+    let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
+    let result = measure(opts, &plan, &mut dut);
+    let version = dut.version.clone();
+    let peak = dut.memory().1;
+    dut.stop();
+    let (mut r, base_rss) = result?;
+    r.dut_version = version;
+    r.dut_peak_rss_bytes = peak;
+    r.bytes_per_path = peak.saturating_sub(base_rss) as f64 / plan.routes.max(1) as f64;
+    if r.correct {
+        let _ = std::fs::remove_dir_all(&dir);
+    } else {
+        tracing::warn!("kept {} for a look", dir.display());
+    }
+    Ok(r)
+}
+
+fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64), BenchError> {
+    let sc = opts.scenario;
+    let n = plan.topo.neighbors.len();
+    let all: Vec<usize> = (0..n).collect();
+    let senders: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|i| plan.feeds[*i].is_some())
+        .collect();
+    let receivers: Vec<usize> = all
+        .iter()
+        .copied()
+        .filter(|i| plan.expected[*i].is_some())
+        .collect();
+    let mut sessions: Vec<Option<Session>> = (0..n).map(|_| None).collect();
+    let record = (sc == Scenario::Churn)
+        .then(|| receivers.first().copied())
+        .flatten();
+    establish_all(plan, &all, &mut sessions, record)?;
+    tracing::info!("{} sessions up", n);
+    std::thread::sleep(Duration::from_millis(500));
+    let base_rss = dut.memory().0;
+    let quiet = Duration::from_millis(if opts.quick { 1500 } else { 3000 });
+    let timeout = Duration::from_secs(if opts.quick { 120 } else { 1800 });
+
+    let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
+    let clock = Clock { t0, quiet, timeout };
+    let mut phase = timed_phase(plan, &sessions, &senders, &receivers, clock, dut)?;
+    let (mut cpu, mut gen) = (
+        dut.cpu_seconds() - cpu0,
+        crate::dut::own_cpu_seconds() - gen0,
+    );
+    tracing::info!(
+        "learned in {:.2} s (converged: {})",
+        phase.converge_s,
+        phase.converged
+    );
+    let mut watch = receivers.clone();
+    let mut churn = None;
+    if phase.converged {
+        match sc {
+            Scenario::ClearAll | Scenario::Flap => {
+                let which: Vec<usize> = if sc == Scenario::ClearAll {
+                    all.clone()
+                } else {
+                    // 75% of the clients, at random (seeded).
+                    let mut rng = ribshard_mrt::synth::Rng::new(opts.seed ^ 0x5eed);
+                    let mut c = receivers.clone();
+                    for i in (1..c.len()).rev() {
+                        c.swap(i, rng.below(i as u64 + 1) as usize);
+                    }
+                    c.truncate((c.len() * 3).div_ceil(4));
+                    c
+                };
+                for &i in &which {
+                    if let Some(s) = sessions.get_mut(i).and_then(Option::take) {
+                        s.close(true);
+                    }
+                }
+                let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
+                establish_all(plan, &which, &mut sessions, None)?;
+                let again: Vec<usize> = senders
+                    .iter()
+                    .copied()
+                    .filter(|i| which.contains(i))
+                    .collect();
+                let clock = Clock { t0, quiet, timeout };
+                phase = timed_phase(plan, &sessions, &again, &receivers, clock, dut)?;
+                cpu = dut.cpu_seconds() - cpu0;
+                gen = crate::dut::own_cpu_seconds() - gen0;
+                watch = receivers.clone();
+            }
+            Scenario::Churn => {
+                let speed = opts.sizes.speed.unwrap_or(10.0);
+                let (Some(trace), Some(&up)) = (&plan.trace, senders.first()) else {
+                    unreachable!("churn has a trace and an upstream")
+                };
+                let Some(Some(up_session)) = sessions.get(up) else {
+                    unreachable!("the upstream is established")
+                };
+                // Keepalive gaps are measured from here on.
+                for s in sessions.iter().flatten() {
+                    s.stats.max_keepalive_gap_ns.store(0, Ordering::Relaxed);
+                }
+                let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
+                let sent = replay(up_session, trace, speed)?;
+                let done = AtomicUsize::new(1);
+                phase = wait_converged(
+                    &plan.after_trace,
+                    &sessions,
+                    &receivers,
+                    &done,
+                    1,
+                    Clock { t0, quiet, timeout },
+                    dut,
+                )?;
+                cpu = dut.cpu_seconds() - cpu0;
+                gen = crate::dut::own_cpu_seconds() - gen0;
+                let received = record
+                    .and_then(|i| sessions.get(i)?.as_ref()?.holding.clone())
+                    .and_then(|h| h.lock().ok()?.record.take())
+                    .unwrap_or_default();
+                let lat = latencies(trace, &sent, &received);
+                let gap = sessions
+                    .iter()
+                    .flatten()
+                    .map(|s| s.stats.max_keepalive_gap_ns.load(Ordering::Relaxed))
+                    .max()
+                    .unwrap_or(0);
+                churn = Some((speed, lat, gap as f64 / 1e9));
+            }
+            _ => {}
+        }
+    }
+    let expected = if churn.is_some() {
+        &plan.after_trace
+    } else {
+        &plan.expected
+    };
+    let problem = if phase.converged {
+        check(plan, expected, &sessions, &watch)
+    } else {
+        let lagging = receivers.iter().find_map(|&i| {
+            let s = sessions.get(i)?.as_ref()?;
+            let e = expected.get(i)?.as_ref()?;
+            let held = s.stats.held.load(Ordering::Relaxed);
+            (held != e.count() || s.stats.extras.load(Ordering::Relaxed) > 0).then(|| {
+                format!(
+                    "{} holds {held} of {} prefixes ({} unexpected) after {} UPDATEs",
+                    s.spec.local,
+                    e.count(),
+                    s.stats.extras.load(Ordering::Relaxed),
+                    s.stats.updates.load(Ordering::Relaxed)
+                )
+            })
+        });
+        Some(format!(
+            "not converged within {} s: {}",
+            timeout.as_secs(),
+            lagging.unwrap_or_else(|| "every receiver is whole; the senders did not finish".into())
+        ))
+    };
+    for s in sessions.into_iter().flatten() {
+        s.close(false);
+    }
+    let (shards, update_threads) = match opts.dut {
+        DutKind::Ribshard => (Some(opts.threads.shards), Some(opts.threads.update_threads)),
+        _ => (None, None),
+    };
+    let r = RunResult {
+        scenario: sc.name().to_string(),
+        dut: opts.dut.name().to_string(),
+        dut_version: String::new(),
+        shards,
+        update_threads,
+        routes: plan.routes,
+        prefixes: plan.index.len(),
+        upstream_peers: senders.len(),
+        downstream_peers: receivers.len(),
+        converge_s: phase.converge_s,
+        full_s: phase.full_s,
+        dut_cpu_s: cpu,
+        dut_peak_rss_bytes: 0,
+        bytes_per_path: 0.0,
+        generator_cpu_s: gen,
+        correct: problem.is_none(),
+        problem,
+        quick: opts.quick,
+        data: plan.data.to_string(),
+        speed: churn.as_ref().map(|c| c.0),
+        latency_p50_ms: churn.as_ref().and_then(|c| percentile(&c.1, 0.5)),
+        latency_p99_ms: churn.as_ref().and_then(|c| percentile(&c.1, 0.99)),
+        latency_max_ms: churn.as_ref().and_then(|c| c.1.last().copied()),
+        latency_samples: churn.as_ref().map(|c| c.1.len()),
+        max_keepalive_gap_s: churn.as_ref().map(|c| c.2),
+        hold_time_s: plan.topo.hold,
+        date: today(),
+    };
+    Ok((r, base_rss))
+}
+
+/// The real data directory beside the repository this binary was built from, or `dir`.
+pub fn default_data_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/data")
+}

@@ -1,0 +1,331 @@
+//! Route feeds: the tables the upstream speakers announce, encoded into UPDATEs before the
+//! clock starts, so that sending costs the generator one `write` per 256 KiB.
+//!
+//! Real tables come from the 2010 RouteViews RIB of `../shared/data` (one table per chosen
+//! peer, the attributes as the collector recorded them, prefixes packed by attribute set the
+//! way a router sends a full table). Synthesized tables follow the real ones: prefix lengths
+//! of a real IPv4 table, AS-path lengths of the 2010 AS2497 table, and prefixes grouped into
+//! blocks of one origin that share a path (about six prefixes per attribute set, as in the
+//! real table).
+
+use hashbrown::HashMap;
+use ribshard_mrt::synth::{prefixes_like_real, Rng};
+use ribshard_mrt::Record;
+use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
+use ribshard_wire::update::segment;
+use ribshard_wire::{Family, Nlri, Origin, Prefix, SessionParams, UpdateBuilder};
+use std::net::Ipv4Addr;
+use std::path::Path;
+
+/// The real RIB: two full IPv4 tables (AS2497, AS4777) and a few partial ones.
+pub const REAL_RIB: &str = "routeviews-wide-20100701.mrt.gz";
+/// The two full-table peers of [`REAL_RIB`], in the order the scenarios use them.
+pub const REAL_PEERS: [u32; 2] = [2497, 4777];
+
+/// Session parameters of every generator session: 4-octet AS, no extended messages, no
+/// Add-Path (what all five daemons negotiate with a plain speaker).
+pub fn params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+/// An IPv4 prefix as one integer: address in the high 32 bits, length in the low 8.
+pub fn key(p: &Prefix) -> u64 {
+    match p {
+        Prefix::V4 { addr, len } => (u64::from(*addr) << 8) | u64::from(*len),
+        Prefix::V6 { .. } => u64::MAX,
+    }
+}
+
+/// What one upstream speaker announces.
+pub struct Feed {
+    /// The AS the speaker has (the first AS of its paths when it is external).
+    pub asn: u32,
+    /// UPDATE messages back to back, then End-of-RIB for IPv4 unicast.
+    pub bytes: Vec<u8>,
+    /// Every prefix announced, by [`key`].
+    pub prefixes: Vec<u64>,
+    /// Number of UPDATE messages (End-of-RIB included).
+    pub messages: usize,
+}
+
+/// Packs `(attributes, prefix)` pairs into UPDATEs, one attribute set after the other in
+/// the order each set was first seen.
+fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
+    let mut order: Vec<(Vec<u8>, Vec<Nlri>)> = Vec::new();
+    let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
+    let mut prefixes = Vec::new();
+    for (attrs, p) in routes {
+        prefixes.push(key(&p));
+        let i = match slot.get(&attrs) {
+            Some(i) => *i,
+            None => {
+                slot.insert(attrs.clone(), order.len());
+                order.push((attrs, Vec::new()));
+                order.len() - 1
+            }
+        };
+        if let Some((_, v)) = order.get_mut(i) {
+            v.push(Nlri::new(p));
+        }
+    }
+    let b = UpdateBuilder::new(params());
+    let mut bytes = Vec::with_capacity(prefixes.len() * 12);
+    let mut messages = 0;
+    for (attrs, nlri) in &order {
+        // A set too large for one 4,096-octet message cannot be sent by anyone: skip it.
+        if let Ok(n) = b.announce(attrs, Family::Ipv4Unicast, &[], nlri, &mut bytes) {
+            messages += n;
+        } else {
+            prefixes.retain(|k| !nlri.iter().any(|n| key(&n.prefix) == *k));
+        }
+    }
+    bytes.extend_from_slice(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast));
+    Feed {
+        asn,
+        bytes,
+        prefixes,
+        messages: messages + 1,
+    }
+}
+
+/// The tables of `asns` in the real RIB, limited to its first `limit` prefixes (the RIB is
+/// in prefix order, so the tables of a limited run still overlap as the full ones do).
+/// `None` when the file is absent.
+pub fn real(dir: &Path, asns: &[u32], limit: Option<usize>) -> Option<Vec<Feed>> {
+    let path = dir.join(REAL_RIB);
+    if !path.is_file() {
+        return None;
+    }
+    let mut r = ribshard_mrt::open(&path).ok()?;
+    let mut index: Vec<Option<usize>> = Vec::new();
+    let mut routes: Vec<Vec<(Vec<u8>, Prefix)>> = vec![Vec::new(); asns.len()];
+    let mut seen = 0usize;
+    while let Ok(Some(raw)) = r.next_record() {
+        match Record::parse(&raw) {
+            Ok(Record::PeerIndexTable(t)) => {
+                index = t
+                    .peers
+                    .iter()
+                    .map(|p| asns.iter().position(|a| *a == p.asn))
+                    .collect();
+            }
+            Ok(Record::Rib(rib)) => {
+                if rib.prefix.family() != Family::Ipv4Unicast {
+                    continue;
+                }
+                if limit.is_some_and(|l| seen >= l) {
+                    break;
+                }
+                seen += 1;
+                for e in &rib.entries {
+                    let Some(Some(t)) = index.get(usize::from(e.peer_index)) else {
+                        continue;
+                    };
+                    if let Some(v) = routes.get_mut(*t) {
+                        // TABLE_DUMP_V2 keeps attributes in 4-octet AS encoding (RFC 6396
+                        // section 4.3.4): exactly what a 4-octet AS session sends.
+                        v.push((e.attributes.to_vec(), rib.prefix));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Some(
+        asns.iter()
+            .zip(routes)
+            .map(|(asn, r)| pack(*asn, r))
+            .collect(),
+    )
+}
+
+/// Cumulative per-mille weights of AS-path lengths (peer AS included) in the AS2497 table of
+/// the 2010 RouteViews RIB.
+const PATH_LENGTHS: &[(usize, u64)] = &[
+    (2, 71),
+    (3, 498),
+    (4, 822),
+    (5, 929),
+    (6, 968),
+    (7, 982),
+    (8, 989),
+    (9, 993),
+    (10, 995),
+    (12, 998),
+    (15, 1000),
+];
+
+fn path_len(rng: &mut Rng) -> usize {
+    let x = rng.below(1000);
+    PATH_LENGTHS
+        .iter()
+        .find(|(_, w)| x < *w)
+        .map(|(l, _)| *l)
+        .unwrap_or(4)
+}
+
+/// Prefixes per origin block: half alone, the rest in blocks of up to 64; about six on
+/// average, as the real table's prefixes per attribute set.
+fn block_len(rng: &mut Rng) -> usize {
+    match rng.below(10) {
+        0..=4 => 1,
+        5..=6 => 2 + rng.below(3) as usize,
+        7..=8 => 5 + rng.below(12) as usize,
+        _ => 17 + rng.below(48) as usize,
+    }
+}
+
+/// One synthesized source.
+#[derive(Clone, Copy, Debug)]
+pub struct Source {
+    pub asn: u32,
+    /// External sources put their AS first in every path; internal ones (route reflector
+    /// clients) send the path as learned from a neighbor AS, with LOCAL_PREF.
+    pub external: bool,
+    /// A non-loopback address (some daemons drop loopback next hops).
+    pub next_hop: Ipv4Addr,
+}
+
+/// Which sources announce a prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Spread {
+    /// Every source announces every prefix, each with its own AS path (RIB:FIB = K:1).
+    All,
+    /// Each origin block is announced by one source, round robin (a route server's peers).
+    Share,
+}
+
+/// Synthesized tables for `sources` over `prefixes` prefixes; deterministic for a seed.
+pub fn synth(sources: &[Source], prefixes: usize, spread: Spread, seed: u64) -> Vec<Feed> {
+    let mut rng = Rng::new(seed);
+    let table = prefixes_like_real(&mut rng, prefixes);
+    let p = params();
+    let mut routes: Vec<Vec<(Vec<u8>, Prefix)>> = vec![Vec::new(); sources.len()];
+    let mut at = 0;
+    let mut block = 0usize;
+    while at < table.len() {
+        let n = block_len(&mut rng).min(table.len() - at);
+        let prefixes = table.get(at..at + n).unwrap_or_default();
+        let origin = 1 + rng.below(399_999) as u32;
+        for (i, s) in sources.iter().enumerate() {
+            if spread == Spread::Share && block % sources.len() != i {
+                continue;
+            }
+            // The path as this source has it: its neighbor (its own AS when external, else
+            // an AS that differs per source), transit ASes, the block's origin.
+            let hops = path_len(&mut rng);
+            let mut path = Vec::with_capacity(hops);
+            path.push(if s.external { s.asn } else { 64_600 + i as u32 });
+            while path.len() + 1 < hops {
+                path.push(1 + rng.below(64_000) as u32);
+            }
+            path.push(origin);
+            let mut values = vec![
+                AttrValue::Origin(Origin::Igp),
+                AttrValue::AsPath(AsPath::sequence(path)),
+                AttrValue::NextHop(s.next_hop),
+            ];
+            if !s.external {
+                values.push(AttrValue::LocalPref(100));
+            }
+            let attrs = PathAttributes::canonical(values).to_bytes(&p);
+            if let Some(v) = routes.get_mut(i) {
+                v.extend(prefixes.iter().map(|pf| (attrs.clone(), *pf)));
+            }
+        }
+        at += n;
+        block += 1;
+    }
+    sources
+        .iter()
+        .zip(routes)
+        .map(|(s, r)| pack(s.asn, r))
+        .collect()
+}
+
+/// A recorded update trace, turned into what one upstream speaker replays: messages with
+/// their offset from the first one, the speaker's AS put in front of every path.
+pub struct Trace {
+    /// (microseconds after the first message, UPDATE message).
+    pub messages: Vec<(u64, Vec<u8>)>,
+    /// Announced and withdrawn prefixes per message, by [`key`].
+    pub prefixes: Vec<Vec<(u64, bool)>>,
+}
+
+/// Reads the IPv4 unicast UPDATEs of a BGP4MP trace for replay by a speaker of AS `asn`
+/// with next hop `next_hop`. IPv6 parts are left out (the bench sessions are IPv4 only).
+pub fn trace(path: &Path, asn: u32, next_hop: Ipv4Addr) -> Option<Trace> {
+    let mut r = ribshard_mrt::open(path).ok()?;
+    let mut out = Trace {
+        messages: Vec::new(),
+        prefixes: Vec::new(),
+    };
+    let p = params();
+    let b = UpdateBuilder::new(p);
+    let mut first: Option<u64> = None;
+    while let Ok(Some(raw)) = r.next_record() {
+        let t = u64::from(raw.timestamp) * 1_000_000 + u64::from(raw.microseconds.unwrap_or(0));
+        let Ok(Record::Bgp4mp(m)) = Record::parse(&raw) else {
+            continue;
+        };
+        let ribshard_mrt::Bgp4mpBody::Message(msg) = m.body else {
+            continue;
+        };
+        let mp = m.params();
+        let Ok(ribshard_wire::Message::Update(u)) = ribshard_wire::decode(msg, &mp) else {
+            continue;
+        };
+        let withdrawn: Vec<Nlri> = u.withdrawn.iter().collect();
+        let announced: Vec<Nlri> = u.nlri.iter().collect();
+        if withdrawn.is_empty() && announced.is_empty() {
+            continue;
+        }
+        let start = *first.get_or_insert(t);
+        let mut bytes = Vec::new();
+        let mut keys = Vec::new();
+        if !withdrawn.is_empty() {
+            b.withdraw(Family::Ipv4Unicast, &withdrawn, &mut bytes);
+            keys.extend(withdrawn.iter().map(|n| (key(&n.prefix), false)));
+        }
+        if !announced.is_empty() {
+            let mut attrs = PathAttributes::from_view(&u.attrs, &mp);
+            // The real path (AS4_PATH where a 2-octet speaker recorded one, RFC 6793), with
+            // the replaying speaker's AS in front as an external neighbor must put it.
+            let base = match attrs.get(ribshard_wire::attr::AS4_PATH) {
+                Some(AttrValue::As4Path(p)) => p.clone(),
+                _ => attrs.as_path().cloned().unwrap_or_default(),
+            };
+            let mut path = base;
+            match path.segments.first_mut() {
+                Some(s) if s.kind == segment::AS_SEQUENCE && s.asns.len() < 255 => {
+                    s.asns.insert(0, asn)
+                }
+                _ => path.segments.insert(
+                    0,
+                    AsSegment {
+                        kind: segment::AS_SEQUENCE,
+                        asns: vec![asn],
+                    },
+                ),
+            }
+            attrs.set(AttrValue::AsPath(path));
+            attrs.remove(ribshard_wire::attr::AS4_PATH);
+            attrs.remove(ribshard_wire::attr::MP_REACH_NLRI);
+            attrs.remove(ribshard_wire::attr::MP_UNREACH_NLRI);
+            attrs.set(AttrValue::NextHop(next_hop));
+            let encoded = b.encode_attributes(&attrs);
+            if b.announce(&encoded, Family::Ipv4Unicast, &[], &announced, &mut bytes)
+                .is_err()
+            {
+                continue;
+            }
+            keys.extend(announced.iter().map(|n| (key(&n.prefix), true)));
+        }
+        out.messages.push((t.saturating_sub(start), bytes));
+        out.prefixes.push(keys);
+    }
+    Some(out)
+}
