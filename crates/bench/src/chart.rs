@@ -33,6 +33,21 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(0x7f, 0x7f, 0x7f),
 ];
 
+/// The series legend, upper left, over a light background.
+fn legend<'a, 'b: 'a, CT: plotters::coord::CoordTranslate>(
+    chart: &mut ChartContext<'a, BitMapBackend<'b>, CT>,
+    font: &str,
+) -> Result<(), String> {
+    chart
+        .configure_series_labels()
+        .position(SeriesLabelPosition::UpperLeft)
+        .label_font((font, 14))
+        .background_style(WHITE.mix(0.85))
+        .border_style(BLACK)
+        .draw()
+        .map_err(|e| e.to_string())
+}
+
 fn color(i: usize) -> RGBColor {
     COLORS[i % COLORS.len()]
 }
@@ -98,36 +113,42 @@ pub fn bars(path: &std::path::Path, font: &str, groups: &[BarGroup]) -> Result<(
             .label(name)
             .legend(move |(x, y)| Rectangle::new([(x, y - 6), (x + 12, y + 6)], c.filled()));
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((font, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    legend(&mut chart, font)?;
     root.present().map_err(|e| e.to_string())
 }
 
-/// One line per daemon: convergence seconds against routes announced.
+/// One line per daemon: convergence seconds against routes announced, both axes on a log
+/// scale (a daemon's slope shows how it scales; the spread between daemons is wide).
 pub fn lines(
     path: &std::path::Path,
     font: &str,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<(), String> {
-    let pts = series.iter().flat_map(|s| s.1.iter().copied());
-    let (xmax, ymax) = pts.fold((0f64, 0f64), |(a, b), (x, y)| (a.max(x), b.max(y)));
+    let pts = series
+        .iter()
+        .flat_map(|s| s.1.iter().copied())
+        .filter(|(x, y)| *x > 0.0 && *y > 0.0);
+    let (xmin, xmax, ymin, ymax) = pts
+        .fold((f64::MAX, 0f64, f64::MAX, 0f64), |(a, b, c, d), (x, y)| {
+            (a.min(x), b.max(x), c.min(y), d.max(y))
+        });
     if xmax <= 0.0 {
         return Ok(());
     }
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
-        .caption("Convergence time against routes (real tables)", (font, 22))
+        .caption(
+            "Convergence time against routes (real tables, log-log)",
+            (font, 22),
+        )
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(70)
-        .build_cartesian_2d(0f64..xmax * 1.05, 0f64..ymax * 1.1)
+        .build_cartesian_2d(
+            (xmin / 1.5..xmax * 1.5).log_scale(),
+            ((ymin / 2.0).max(1e-3)..ymax * 2.0).log_scale(),
+        )
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
@@ -151,13 +172,6 @@ pub fn lines(
             .draw_series(p.iter().map(|pt| Circle::new(*pt, 3, c.filled())))
             .map_err(|e| e.to_string())?;
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperLeft)
-        .label_font((font, 14))
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(|e| e.to_string())?;
+    legend(&mut chart, font)?;
     root.present().map_err(|e| e.to_string())
 }

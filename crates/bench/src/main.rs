@@ -68,6 +68,9 @@ enum Command {
         out: PathBuf,
         #[command(flatten)]
         common: Common,
+        /// Sizes for every scenario run (unset: each scenario's default).
+        #[command(flatten)]
+        sizes: Sizes,
     },
 }
 
@@ -167,8 +170,10 @@ fn main() -> ExitCode {
             from_json,
             out,
             common,
+            sizes,
         } => {
             let plan = report::Matrix {
+                sizes,
                 quick,
                 duts,
                 scenarios,

@@ -613,17 +613,32 @@ fn replay(session: &Session, trace: &Trace, speed: f64) -> Result<Vec<u64>, Sess
 }
 
 /// Latency of each replayed prefix: from its send to the first receipt at or after it.
+/// Latency of each sent prefix: from its send to the first receipt of that prefix before the
+/// same prefix is sent again. A send with no receipt in that window changed nothing the DUT
+/// advertises (a duplicate, or a path that did not win) and gives no sample: daemons that
+/// suppress unchanged re-advertisements must not be charged the wait until the next change.
 fn latencies(trace: &Trace, sent: &[u64], received: &[(u64, u64)]) -> Vec<f64> {
     let mut at: HashMap<u64, Vec<u64>> = HashMap::new();
     for (k, t) in received {
         at.entry(*k).or_default().push(*t);
     }
+    // Every send time of each prefix, in order (the trace is replayed in order).
+    let mut sends: HashMap<u64, Vec<u64>> = HashMap::new();
+    for (keys, t_send) in trace.prefixes.iter().zip(sent) {
+        for (k, _) in keys {
+            sends.entry(*k).or_default().push(*t_send);
+        }
+    }
     let mut out = Vec::new();
     for (keys, t_send) in trace.prefixes.iter().zip(sent) {
         for (k, _) in keys {
             let Some(v) = at.get(k) else { continue };
+            let next_send = sends.get(k).and_then(|s| {
+                let j = s.partition_point(|t| t <= t_send);
+                s.get(j).copied()
+            });
             let i = v.partition_point(|t| t < t_send);
-            if let Some(t) = v.get(i) {
+            if let Some(t) = v.get(i).filter(|t| next_send.map_or(true, |n| **t < n)) {
                 out.push((t - t_send) as f64 / 1e6);
             }
         }
@@ -665,7 +680,7 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
     r.dut_version = version;
     r.dut_peak_rss_bytes = peak;
     r.bytes_per_path = peak.saturating_sub(base_rss) as f64 / plan.routes.max(1) as f64;
-    if r.correct {
+    if r.correct && std::env::var_os("RIBSHARD_BENCH_KEEP").is_none() {
         let _ = std::fs::remove_dir_all(&dir);
     } else {
         tracing::warn!("kept {} for a look", dir.display());
@@ -727,13 +742,22 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
                     c.truncate((c.len() * 3).div_ceil(4));
                     c
                 };
-                for &i in &which {
-                    if let Some(s) = sessions.get_mut(i).and_then(Option::take) {
-                        s.close(true);
-                    }
+                // All at one instant: the clock starts when the last Cease is sent.
+                let (cpu0, gen0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds());
+                let old: Vec<Session> = which
+                    .iter()
+                    .filter_map(|&i| sessions.get_mut(i).and_then(Option::take))
+                    .collect();
+                for s in &old {
+                    s.cease(true);
                 }
-                let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
+                let t0 = now_ns();
                 establish_all(plan, &which, &mut sessions, None)?;
+                tracing::info!(
+                    "{} sessions reset and re-established in {:.3} s",
+                    which.len(),
+                    (now_ns() - t0) as f64 / 1e9
+                );
                 let again: Vec<usize> = senders
                     .iter()
                     .copied()
@@ -744,6 +768,9 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
                 cpu = dut.cpu_seconds() - cpu0;
                 gen = crate::dut::own_cpu_seconds() - gen0;
                 watch = receivers.clone();
+                for s in old {
+                    s.close(true);
+                }
             }
             Scenario::Churn => {
                 let speed = opts.sizes.speed.unwrap_or(10.0);

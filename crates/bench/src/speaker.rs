@@ -224,7 +224,8 @@ impl Session {
                 Ok(s) => return Ok(s),
                 Err(e) if Instant::now() < deadline => {
                     tracing::debug!("{e}; retrying");
-                    std::thread::sleep(Duration::from_millis(200));
+                    // Short, so a reset session's return is timed by the DUT, not by us.
+                    std::thread::sleep(Duration::from_millis(20));
                 }
                 Err(SessionError::Io { .. }) => {
                     return Err(SessionError::Timeout {
@@ -357,7 +358,17 @@ impl Session {
 
     /// Ends the session with a NOTIFICATION (Cease, Administrative Reset when `reset`, else
     /// Administrative Shutdown) and waits for its threads.
+    /// Closes the session and waits for its threads.
     pub fn close(mut self, reset: bool) {
+        self.cease(reset);
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+
+    /// Sends Cease (RFC 4486: administrative reset or shutdown) and shuts the connection down
+    /// without waiting for the session's threads, so many sessions can be reset at one instant.
+    pub fn cease(&self, reset: bool) {
         self.closed.store(true, Ordering::Relaxed);
         let sub = if reset {
             cease::ADMINISTRATIVE_RESET
@@ -367,9 +378,6 @@ impl Session {
         if let Ok(mut w) = self.writer.lock() {
             let _ = w.write_all(&Notification::new(code::CEASE, sub, vec![]).encode());
             let _ = w.shutdown(Shutdown::Both);
-        }
-        for t in self.threads.drain(..) {
-            let _ = t.join();
         }
     }
 }
@@ -403,7 +411,7 @@ fn read_loop(
     loop {
         let now = now_ns();
         let mut lo = 0;
-        let mut updates = 0u64;
+        let (mut updates, mut messages) = (0u64, 0u64);
         let mut guard = holding.and_then(|h| h.lock().ok());
         while let Some(len) = buf
             .get(lo + 16..lo + 18)
@@ -434,15 +442,18 @@ fn read_loop(
                     stats.down.store(true, Ordering::Relaxed);
                     return;
                 }
-                Some(4) => {
-                    let last = stats.last_keepalive_ns.swap(now, Ordering::Relaxed);
-                    stats
-                        .max_keepalive_gap_ns
-                        .fetch_max(now.saturating_sub(last), Ordering::Relaxed);
-                }
                 _ => {}
             }
+            messages += 1;
             lo += len;
+        }
+        // The gap the peer's hold timer sees: any message restarts it, and a speaker busy
+        // sending UPDATEs rightly sends no KEEPALIVE (RFC 4271 sections 4.4 and 10).
+        if messages > 0 {
+            let last = stats.last_keepalive_ns.swap(now, Ordering::Relaxed);
+            stats
+                .max_keepalive_gap_ns
+                .fetch_max(now.saturating_sub(last), Ordering::Relaxed);
         }
         if let Some(h) = guard {
             stats.held.store(h.bits.count(), Ordering::Relaxed);
@@ -487,8 +498,7 @@ fn count_update(msg: &[u8], h: &mut Holding, now: u64) -> bool {
     let announce = !msg
         .get(23 + wlen..23 + wlen + alen)
         .is_some_and(|attrs| as_path_contains(attrs, h.asn));
-    prefixes(withdrawn, |k| h.apply(k, false, now))
-        && prefixes(nlri, |k| h.apply(k, announce, now))
+    prefixes(withdrawn, |k| h.apply(k, false, now)) && prefixes(nlri, |k| h.apply(k, announce, now))
 }
 
 /// Whether the AS_PATH attribute (4-octet AS numbers, RFC 6793) contains `asn`.
@@ -580,7 +590,10 @@ mod tests {
 
     #[test]
     fn counts_announcements_and_withdrawals() {
-        let index = Arc::new(Index::new([key([10, 0, 0, 0], 8), key([198, 51, 100, 0], 24)]));
+        let index = Arc::new(Index::new([
+            key([10, 0, 0, 0], 8),
+            key([198, 51, 100, 0], 24),
+        ]));
         let mut h = Holding::new(index, 65_010);
         let i = h.index.get(key([198, 51, 100, 0], 24)).expect("indexed");
         h.bits.set(i);

@@ -1,0 +1,108 @@
+//! Quick-size `two-full-tables` and `rr` runs of the real bench binary against a real ribshard
+//! and a real BIRD 2, checking correctness only: every downstream peer must hold exactly the
+//! expected prefixes. Timings are the report's business, not a test's.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A port of its own, so the bench's DUT never meets another test's daemon.
+const PORT: &str = "27890";
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The daemon built beside this test (target/<profile>/ribshard).
+fn ribshard_bin() -> PathBuf {
+    let exe = std::env::current_exe().expect("test executable path");
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .expect("target directory");
+    let bin = dir.join("ribshard");
+    assert!(
+        bin.exists(),
+        "{} is missing: build the workspace (cargo test --workspace builds it)",
+        bin.display()
+    );
+    bin
+}
+
+fn bird_installed() -> bool {
+    Command::new("bird").arg("--version").output().is_ok()
+}
+
+/// Runs one scenario and returns its JSON result object.
+fn run(scenario: &str, dut: &str, work: &Path) -> serde_json::Value {
+    let json = work.join(format!("{scenario}-{dut}.jsonl"));
+    let out = Command::new(env!("CARGO_BIN_EXE_ribshard-bench"))
+        .current_dir(repo_root())
+        .env("RIBSHARD_BIN", ribshard_bin())
+        .args(["run", scenario, "--dut", dut, "--quick", "--port", PORT])
+        .arg("--json")
+        .arg(&json)
+        .arg("--work")
+        .arg(work)
+        .output()
+        .expect("run ribshard-bench");
+    let text = std::fs::read_to_string(&json).unwrap_or_default();
+    let line = text.lines().last().unwrap_or_else(|| {
+        panic!(
+            "{scenario} on {dut} wrote no result; stderr:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    serde_json::from_str(line).expect("one JSON object per line")
+}
+
+fn check(r: &serde_json::Value, scenario: &str, dut: &str) {
+    for key in [
+        "scenario",
+        "dut",
+        "dut_version",
+        "shards",
+        "update_threads",
+        "routes",
+        "prefixes",
+        "upstream_peers",
+        "downstream_peers",
+        "converge_s",
+        "dut_cpu_s",
+        "dut_peak_rss_bytes",
+        "generator_cpu_s",
+        "correct",
+    ] {
+        assert!(r.get(key).is_some(), "{scenario} on {dut}: no {key} in {r}");
+    }
+    assert_eq!(r["scenario"], scenario);
+    assert_eq!(r["dut"], dut);
+    assert_eq!(
+        r["correct"], true,
+        "{scenario} on {dut} was not correct: {}",
+        r["problem"]
+    );
+    assert!(r["routes"].as_u64().unwrap_or(0) > 0, "{r}");
+    assert!(r["dut_peak_rss_bytes"].as_u64().unwrap_or(0) > 0, "{r}");
+}
+
+#[test]
+fn quick_two_full_tables_and_rr_are_correct_on_ribshard_and_bird() {
+    let work = std::env::temp_dir().join(format!("ribshard-bench-test-{}", std::process::id()));
+    let mut duts = vec!["ribshard"];
+    if bird_installed() {
+        duts.push("bird2");
+    } else {
+        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2); ribshard only");
+    }
+    // One after another: each run owns the port and, for its timing, the CPUs.
+    for dut in duts {
+        for scenario in ["two-full-tables", "rr"] {
+            let r = run(scenario, dut, &work);
+            check(&r, scenario, dut);
+            if dut == "ribshard" {
+                assert!(r["shards"].as_u64().is_some(), "{r}");
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
