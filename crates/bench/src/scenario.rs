@@ -508,6 +508,10 @@ fn wait_converged(
     let quiet = quiet.as_nanos() as u64;
     let deadline = t0 + timeout.as_nanos() as u64;
     let mut full_at: Option<u64> = None;
+    // A DUT that stops sending while some receiver is still short or long will not converge:
+    // give up after this long with every sender done and no UPDATE, rather than at the deadline.
+    let stall = (quiet * 20).max(60_000_000_000);
+    let mut senders_done_at: Option<u64> = None;
     let mut polls = 0u64;
     loop {
         std::thread::sleep(Duration::from_millis(2));
@@ -542,7 +546,11 @@ fn wait_converged(
                 });
             }
         }
-        if now > deadline {
+        if done.load(Ordering::Relaxed) >= senders {
+            senders_done_at.get_or_insert(now);
+        }
+        let stalled = senders_done_at.is_some_and(|d| now.saturating_sub(last.max(d)) >= stall);
+        if now > deadline || stalled {
             return Ok(Phase {
                 converge_s: (now - t0) as f64 / 1e9,
                 full_s: (now - t0) as f64 / 1e9,
@@ -837,7 +845,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             })
         });
         Some(format!(
-            "not converged within {} s: {}",
+            "not converged (no UPDATE for a minute with every sender done, or {} s passed): {}",
             timeout.as_secs(),
             lagging.unwrap_or_else(|| "every receiver is whole; the senders did not finish".into())
         ))

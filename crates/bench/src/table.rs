@@ -209,7 +209,13 @@ pub fn synth(sources: &[Source], prefixes: usize, spread: Spread, seed: u64) -> 
     while at < table.len() {
         let n = block_len(&mut rng).min(table.len() - at);
         let prefixes = table.get(at..at + n).unwrap_or_default();
-        let origin = 1 + rng.below(399_999) as u32;
+        // Public AS numbers only (RFC 6996, RFC 5398 ranges skipped), so no origin is the AS
+        // of a bench speaker (private 64512-65534): a receiver would drop such a route as a
+        // loop (RFC 4271 section 9.1.2) while the expectation counts it.
+        let origin = match 1 + rng.below(330_000) as u32 {
+            o if o >= 64_496 => o + (131_072 - 64_496),
+            o => o,
+        };
         for (i, s) in sources.iter().enumerate() {
             if spread == Spread::Share && block % sources.len() != i {
                 continue;
