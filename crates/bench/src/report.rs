@@ -269,6 +269,9 @@ impl Cell<'_> {
     fn cpu(&self) -> f64 {
         median(self.runs.iter().map(|r| r.dut_cpu_s).collect())
     }
+    fn p99_ms(&self) -> f64 {
+        median(self.runs.iter().filter_map(|r| r.latency_p99_ms).collect())
+    }
     fn rss_mib(&self) -> f64 {
         median(
             self.runs
@@ -295,9 +298,12 @@ impl Cell<'_> {
             self.cpu(),
             self.rss_mib()
         );
+        if self.runs.len() > 1 {
+            let _ = write!(s, " · median of {}", self.runs.len());
+        }
         if first.latency_p99_ms.is_some() {
             let p50 = median(self.runs.iter().filter_map(|r| r.latency_p50_ms).collect());
-            let p99 = median(self.runs.iter().filter_map(|r| r.latency_p99_ms).collect());
+            let p99 = self.p99_ms();
             let gap = self
                 .runs
                 .iter()
@@ -455,11 +461,14 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
         if !ours.correct() {
             continue;
         }
-        let t = ours.converge();
+        // Churn lasts as long as the trace whatever the daemon: compare p99 latencies there.
+        let churn = k.speed.is_some();
+        let measure = |c: &Cell| if churn { c.p99_ms() } else { c.converge() };
+        let t = measure(&ours);
         let ratio = |l: &str| {
             let c = cell(k, l);
-            if c.correct() {
-                format!("{:.2}", t / c.converge())
+            if c.correct() && measure(&c) > 0.0 {
+                format!("{:.2}", t / measure(&c))
             } else {
                 "–".into()
             }
@@ -467,14 +476,15 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
         let target = match k.scenario.as_str() {
             "rr" | "clear-all" | "flap" => "≤ 0.25",
             "full-table" | "two-full-tables" => "≤ 0.5",
+            _ if churn => "p99 < 100 ms",
             _ => "",
         };
         let speedup = single
             .as_ref()
             .map(|l| {
                 let c = cell(k, l);
-                if c.correct() {
-                    format!("{:.2}x", c.converge() / t)
+                if c.correct() && t > 0.0 {
+                    format!("{:.2}x", measure(&c) / t)
                 } else {
                     "–".into()
                 }
@@ -495,8 +505,13 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
         };
         let _ = writeln!(
             s,
-            "| {name} | {} | {t:.3} s ({rb}) | {} | {target} | {} | {} | {} | {speedup} | {rss} |",
+            "| {name} | {} | {} ({rb}) | {} | {target} | {} | {} | {} | {speedup} | {rss} |",
             k.routes,
+            if churn {
+                format!("p99 {t:.1} ms")
+            } else {
+                format!("{t:.3} s")
+            },
             ratio("bird2"),
             ratio("frr"),
             ratio("gobgpd"),
@@ -513,7 +528,9 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
          UPDATE both restart the peer's hold timer (RFC 4271 section 4.4), so that is the gap \
          that matters; the churn hold time is 9 s, so 3 s is the daemon's keepalive interval. \
          Latency samples pair each sent prefix with its first receipt before the same prefix is \
-         sent again; a send that changes nothing the daemon advertises gives no sample.\n"
+         sent again; a send that changes nothing the daemon advertises gives no sample. On \
+         churn rows the ratios compare p99 latencies, since every daemon takes the trace's \
+         length.\n"
     );
 
     let versions: Vec<String> = {
@@ -533,8 +550,8 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
          (prefix lengths and AS-path lengths of the real ones); `full-table`, `two-full-tables` \
          and `churn` the 2010 RouteViews tables and the 2016 RIS update trace of `../shared/data`. \
          The generator runs on the same two cores as the daemon: its CPU time is in the JSON \
-         results (`generator_cpu_s`). One run per cell unless the results file holds more (then \
-         the median). Run one cell with `ribshard-bench run SCENARIO --dut DAEMON [--quick] \
+         results (`generator_cpu_s`). One run per cell unless the cell says \
+         \"median of N\". Run one cell with `ribshard-bench run SCENARIO --dut DAEMON [--quick] \
          [--json FILE]`.\n"
     );
     let chart_dir = out.parent().unwrap_or(Path::new(".")).join(CHARTS);

@@ -59,26 +59,43 @@ impl Scenario {
     ];
 }
 
+/// A count flag: zero prefixes, peers or groups would make a run that measures nothing.
+fn at_least_one(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(0) => Err("must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+fn positive_speed(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        Ok(_) => Err("must be a positive number (1 = as recorded)".into()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
 /// Sizes; `None` takes the scenario's default (real size, or quick size with `--quick`).
 #[derive(Clone, Debug, Default, clap::Args)]
 pub struct Sizes {
     /// Prefixes (real tables: the first N of the RIB).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub prefixes: Option<usize>,
     /// Sources of the rr scenarios (K).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub sources: Option<usize>,
     /// Receivers of the rr scenarios (D).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub clients: Option<usize>,
     /// Groups the rr receivers are configured in (G).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub groups: Option<usize>,
     /// Peers of the route-server scenario (P).
-    #[arg(long)]
+    #[arg(long, value_parser = at_least_one)]
     pub peers: Option<usize>,
     /// Replay speed of the churn scenario (1 = as recorded).
-    #[arg(long)]
+    #[arg(long, value_parser = positive_speed)]
     pub speed: Option<f64>,
 }
 
