@@ -184,12 +184,13 @@ fn main() -> ExitCode {
                 cpus: cpus(),
             };
             if !from_json {
-                for r in report::run_matrix(&plan) {
-                    println!("{}", report::one_line(&r));
-                    if let Err(e) = append_json(&json, &r) {
-                        eprintln!("error: {}: {e}", json.display());
-                        return ExitCode::FAILURE;
-                    }
+                let ran = report::run_matrix(&plan, |r| {
+                    println!("{}", report::one_line(r));
+                    append_json(&json, r)
+                });
+                if let Err(e) = ran {
+                    eprintln!("error: {}: {e}", json.display());
+                    return ExitCode::FAILURE;
                 }
             }
             match report::write(&json, &out) {

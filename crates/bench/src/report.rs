@@ -98,7 +98,12 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
 
 /// Every scenario against every daemon (ribshard twice: single-threaded and with the CPU
 /// count for both), plus a size sweep of `full-table` for the routes chart.
-pub fn run_matrix(m: &Matrix) -> Vec<RunResult> {
+/// `each` gets every result as soon as its run ends, so an interrupted matrix keeps what it
+/// measured.
+pub fn run_matrix<E>(
+    m: &Matrix,
+    mut each: impl FnMut(&RunResult) -> Result<(), E>,
+) -> Result<(), E> {
     let duts = if m.duts.is_empty() {
         vec![
             DutKind::Ribshard,
@@ -181,7 +186,6 @@ pub fn run_matrix(m: &Matrix) -> Vec<RunResult> {
             _ => runs.push((sc, m.sizes.clone())),
         }
     }
-    let mut out = Vec::new();
     for (sc, sizes) in &runs {
         for (dut, threads) in &configs {
             let opts = Options {
@@ -200,10 +204,10 @@ pub fn run_matrix(m: &Matrix) -> Vec<RunResult> {
                 failed(&opts, &e)
             });
             tracing::info!("{}", one_line(&r));
-            out.push(r);
+            each(&r)?;
         }
     }
-    out
+    Ok(())
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -637,7 +637,6 @@ fn replay(session: &Session, trace: &Trace, speed: f64) -> Result<Vec<u64>, Sess
     Ok(sent)
 }
 
-/// Latency of each replayed prefix: from its send to the first receipt at or after it.
 /// Latency of each sent prefix: from its send to the first receipt of that prefix before the
 /// same prefix is sent again. A send with no receipt in that window changed nothing the DUT
 /// advertises (a duplicate, or a path that did not win) and gives no sample: daemons that

@@ -356,9 +356,7 @@ impl Session {
         Ok(())
     }
 
-    /// Ends the session with a NOTIFICATION (Cease, Administrative Reset when `reset`, else
-    /// Administrative Shutdown) and waits for its threads.
-    /// Closes the session and waits for its threads.
+    /// Ends the session with a NOTIFICATION (see [`Session::cease`]) and waits for its threads.
     pub fn close(mut self, reset: bool) {
         self.cease(reset);
         for t in self.threads.drain(..) {
@@ -366,8 +364,9 @@ impl Session {
         }
     }
 
-    /// Sends Cease (RFC 4486: administrative reset or shutdown) and shuts the connection down
-    /// without waiting for the session's threads, so many sessions can be reset at one instant.
+    /// Sends Cease (RFC 4486: Administrative Reset when `reset`, else Administrative Shutdown)
+    /// and shuts the connection down without waiting for the session's threads, so many
+    /// sessions can be reset at one instant.
     pub fn cease(&self, reset: bool) {
         self.closed.store(true, Ordering::Relaxed);
         let sub = if reset {
