@@ -471,10 +471,9 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
         let t = measure(&ours);
         let ratio = |l: &str| {
             let c = cell(k, l);
-            if c.correct() && measure(&c) > 0.0 {
-                format!("{:.2}", t / measure(&c))
-            } else {
-                "–".into()
+            match measure(&c) {
+                m if c.correct() && m > 0.0 => format!("{:.2}", t / m),
+                _ => "–".into(),
             }
         };
         let target = match k.scenario.as_str() {

@@ -164,7 +164,9 @@ pub struct Stats {
     pub extras: AtomicU64,
     /// Receipt time of the last UPDATE, [`now_ns`]; 0 before the first.
     pub last_update_ns: AtomicU64,
-    pub last_keepalive_ns: AtomicU64,
+    /// Receipt time of the last message of any type: what the peer's hold timer sees.
+    pub last_message_ns: AtomicU64,
+    /// Longest silence between two messages (the report's "keepalive gap").
     pub max_keepalive_gap_ns: AtomicU64,
     pub down: AtomicBool,
     pub malformed: AtomicBool,
@@ -300,7 +302,7 @@ impl Session {
         let hold = negotiated.unwrap_or(hold);
         let writer = Arc::new(Mutex::new(stream.try_clone().map_err(&err)?));
         let stats = Arc::new(Stats::default());
-        stats.last_keepalive_ns.store(now_ns(), Ordering::Relaxed);
+        stats.last_message_ns.store(now_ns(), Ordering::Relaxed);
         let closed = Arc::new(AtomicBool::new(false));
         let holding = holding.take().map(|h| Arc::new(Mutex::new(h)));
         let reader = {
@@ -449,7 +451,7 @@ fn read_loop(
         // The gap the peer's hold timer sees: any message restarts it, and a speaker busy
         // sending UPDATEs rightly sends no KEEPALIVE (RFC 4271 sections 4.4 and 10).
         if messages > 0 {
-            let last = stats.last_keepalive_ns.swap(now, Ordering::Relaxed);
+            let last = stats.last_message_ns.swap(now, Ordering::Relaxed);
             stats
                 .max_keepalive_gap_ns
                 .fetch_max(now.saturating_sub(last), Ordering::Relaxed);
