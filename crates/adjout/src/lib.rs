@@ -54,10 +54,37 @@ impl Entry {
     }
 }
 
-/// Past this many queued octets a member is split from its group's live stream.
+/// Past this many queued octets a member is split from its group's live stream (default).
 pub const HIGH_WATER: usize = 16 << 20;
-/// A split member catches up once its queue is below this.
-pub const LOW_WATER: usize = 1 << 20;
+/// The smallest high-water mark accepted: four UPDATEs of the extended size (RFC 8654).
+pub const MIN_HIGH_WATER: usize = 4 * 65535;
+
+/// When a member is split from its group (its write queue holds more than `high_water`
+/// octets) and when it catches up (below `low_water`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WriteQueueLimits {
+    pub high_water: usize,
+    pub low_water: usize,
+}
+
+impl WriteQueueLimits {
+    /// A high-water mark (at least [`MIN_HIGH_WATER`]); the low-water mark is a sixteenth of
+    /// it, so a member that catches up has room for a good part of a dump before it could
+    /// be split again.
+    pub fn new(high_water: usize) -> WriteQueueLimits {
+        let high_water = high_water.max(MIN_HIGH_WATER);
+        WriteQueueLimits {
+            high_water,
+            low_water: high_water / 16,
+        }
+    }
+}
+
+impl Default for WriteQueueLimits {
+    fn default() -> Self {
+        WriteQueueLimits::new(HIGH_WATER)
+    }
+}
 
 /// Counters of a group, for operators (Junos `show bgp group`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -94,6 +121,8 @@ enum State {
 struct Member {
     id: MemberId,
     sink: Box<dyn Sink>,
+    /// The group's high-water mark, here so that [`send`] needs only the member.
+    high_water: usize,
     /// Per shard: whether the member gets that shard's live changes.
     live: Vec<bool>,
     /// Per shard: prefixes withdrawn while the member was split off.
@@ -116,6 +145,7 @@ pub struct UpdateGroup {
     pub spec: Arc<GroupSpec>,
     builder: UpdateBuilder,
     shards: usize,
+    limits: WriteQueueLimits,
     members: Vec<Member>,
     next_token: u64,
     pub stats: GroupStats,
@@ -123,12 +153,18 @@ pub struct UpdateGroup {
 }
 
 impl UpdateGroup {
-    pub fn new(id: GroupId, spec: Arc<GroupSpec>, shards: usize) -> UpdateGroup {
+    pub fn new(
+        id: GroupId,
+        spec: Arc<GroupSpec>,
+        shards: usize,
+        limits: WriteQueueLimits,
+    ) -> UpdateGroup {
         UpdateGroup {
             id,
             builder: UpdateBuilder::new(spec.params),
             spec,
             shards: shards.max(1),
+            limits,
             members: Vec::new(),
             next_token: 1,
             stats: GroupStats::default(),
@@ -151,6 +187,7 @@ impl UpdateGroup {
         self.members.push(Member {
             id,
             sink,
+            high_water: self.limits.high_water,
             live: vec![false; self.shards],
             missed: vec![HashSet::new(); self.shards],
             state: State::Dumping {
@@ -398,7 +435,7 @@ impl UpdateGroup {
     pub fn catch_ups(&mut self) -> Vec<DumpRequest> {
         let mut out = Vec::new();
         for m in &mut self.members {
-            if m.state == State::Slow && m.sink.queued() < LOW_WATER {
+            if m.state == State::Slow && m.sink.queued() < self.limits.low_water {
                 let token = self.next_token;
                 self.next_token += 1;
                 m.state = State::Dumping {
@@ -445,7 +482,7 @@ fn send(m: &mut Member, bytes: Bytes) -> bool {
     }
     // A member receiving a table dump takes it all: the dump is bounded by the table, and
     // splitting it off would only restart the dump.
-    if m.sink.queued() > HIGH_WATER && !matches!(m.state, State::Dumping { .. }) {
+    if m.sink.queued() > m.high_water && !matches!(m.state, State::Dumping { .. }) {
         m.stats.write_queue_blocks += 1;
         m.stats.slow_writer += 1;
         tracing::info!(

@@ -81,6 +81,9 @@ pub fn pipeline_config(c: &Config) -> PipelineConfig {
         shards: (c.threading.shards as usize).max(1),
         update_threads: c.threading.update_threads as usize,
         options: ribshard_rib::Options::default(),
+        write_queue: ribshard_adjout::WriteQueueLimits::new(
+            usize::try_from(c.threading.write_queue_high_water).unwrap_or(usize::MAX),
+        ),
     }
 }
 
@@ -112,16 +115,6 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             update_threads = pc.update_threads,
             "ribshard running"
         );
-        let ticker = {
-            let p = pipeline.clone();
-            tokio::spawn(async move {
-                let mut t = tokio::time::interval(Duration::from_millis(200));
-                loop {
-                    t.tick().await;
-                    p.tick();
-                }
-            })
-        };
         let mut dump = match &opts.dump_updates {
             Some(path) => Some(MrtWriter::new(BufWriter::new(
                 std::fs::File::create(path)
@@ -151,7 +144,6 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         sessions
             .shutdown("ribshard is shutting down", Duration::from_secs(2))
             .await;
-        ticker.abort();
         let _ = tokio::task::spawn_blocking(move || pipeline.stop()).await;
         if let Some(mut d) = dump {
             d.flush()?;

@@ -52,6 +52,7 @@ fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u
         shards,
         update_threads,
         options: Options::default(),
+        write_queue: Default::default(),
     });
     let sent = Arc::new(AtomicU64::new(0));
     let id = MemberId { peer: 9, epoch: 1 };

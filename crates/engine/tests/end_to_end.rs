@@ -123,6 +123,7 @@ async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Pr
         shards,
         update_threads,
         options: Options::default(),
+        write_queue: Default::default(),
     });
     let peers: Vec<PeerSettings> = UPSTREAM
         .iter()

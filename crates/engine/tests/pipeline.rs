@@ -47,6 +47,7 @@ fn start(shards: usize, update_threads: usize) -> Arc<Pipeline> {
         shards,
         update_threads,
         options: Options::default(),
+        write_queue: Default::default(),
     })
 }
 

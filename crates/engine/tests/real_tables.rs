@@ -58,6 +58,7 @@ fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Vec<(Prefix, 
         shards,
         update_threads,
         options: Options::default(),
+        write_queue: Default::default(),
     });
     peers_up(&p, tables);
     // Both sessions at once, interleaved in batches as two sessions would deliver them.

@@ -26,6 +26,8 @@ pub struct PrefixLimit {
 pub struct Threading {
     pub shards: u32,
     pub update_threads: u32,
+    /// Octets queued for a member past which it is split from its update group.
+    pub write_queue_high_water: u64,
 }
 
 /// One neighbor with every setting resolved.
@@ -296,7 +298,20 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
             .as_ref()
             .and_then(|u| u.number_of_threads)
             .unwrap_or(cpus),
+        write_queue_high_water: bgp
+            .update_threading
+            .as_ref()
+            .and_then(|u| u.write_queue_high_water)
+            .unwrap_or(ribshard_adjout::HIGH_WATER as u64),
     };
+    if threading.write_queue_high_water < ribshard_adjout::MIN_HIGH_WATER as u64 {
+        invalid(
+            &mut errs,
+            "bgp.update-threading.write-queue-high-water".into(),
+            threading.write_queue_high_water,
+            "must be at least 262140 octets (four UPDATEs of the largest size)",
+        );
+    }
     if threading.shards > 1024 {
         invalid(
             &mut errs,

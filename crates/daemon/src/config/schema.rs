@@ -85,6 +85,8 @@ pub struct RibSharding {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct UpdateThreading {
     pub number_of_threads: Option<u32>,
+    /// Octets queued for a neighbor past which it is split from its update group.
+    pub write_queue_high_water: Option<u64>,
 }
 
 with_peer_settings! {

@@ -24,7 +24,8 @@ fn the_example_loads() {
         c.threading,
         Threading {
             shards: 2,
-            update_threads: 2
+            update_threads: 2,
+            write_queue_high_water: 16 << 20,
         }
     );
     let p = &c.peers[0];
@@ -87,7 +88,8 @@ fn defaults() {
         c.threading,
         Threading {
             shards: cpus,
-            update_threads: cpus
+            update_threads: cpus,
+            write_queue_high_water: 16 << 20,
         }
     );
 }
@@ -184,6 +186,13 @@ fn missing_and_semantic_errors() {
     assert_eq!(e[0].2, ErrorKind::NoNeighbors);
     let e = errors(&format!("{HEAD}add-path = [\"recieve\"]\n"));
     assert_eq!((e[0].0, e[0].1.as_str()), (Some(4), "bgp.add-path[0]"));
+    let e = errors(&format!(
+        "{HEAD}[bgp.update-threading]\nwrite-queue-high-water = 65535\n"
+    ));
+    assert_eq!(
+        (e[0].0, e[0].1.as_str()),
+        (Some(5), "bgp.update-threading.write-queue-high-water")
+    );
     let e = errors(&format!("{HEAD}local-as = 23456\n"));
     assert!(
         matches!(&e[0].2, ErrorKind::Parse(m) if m.contains("duplicate key")),

@@ -23,10 +23,11 @@
 mod shard;
 mod update;
 
-use ribshard_adjout::{Entry, GroupId, MemberId, Sink};
+use ribshard_adjout::{Entry, GroupId, MemberId, Sink, WriteQueueLimits};
 use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs};
 use ribshard_wire::{Nlri, Prefix};
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
 use std::thread::JoinHandle;
 use tokio::sync::mpsc;
@@ -39,6 +40,8 @@ pub const UPDATE_QUEUE: usize = 256;
 pub const BATCH: usize = 4096;
 /// Prefixes a shard walks (peer down, table dump) between two looks at its queue.
 pub const WALK_BUDGET: usize = 4096;
+/// How often every thread is woken for its periodic work (slow-peer catch-up).
+pub const TICK: std::time::Duration = std::time::Duration::from_millis(200);
 
 /// Routes from one peer for one shard: announcements and withdrawals in received order.
 #[derive(Debug, Default)]
@@ -197,6 +200,8 @@ pub struct PipelineConfig {
     /// be 1).
     pub update_threads: usize,
     pub options: Options,
+    /// When a member is split from its update group as a slow writer, and when it catches up.
+    pub write_queue: WriteQueueLimits,
 }
 
 /// Update groups by what makes them one: members with identical specs share one group.
@@ -214,6 +219,8 @@ pub struct Pipeline {
     updates: Vec<mpsc::Sender<ToUpdate>>,
     registry: Mutex<Registry>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// Tells the ticker thread to end.
+    stopping: Arc<AtomicBool>,
 }
 
 impl Pipeline {
@@ -235,7 +242,12 @@ impl Pipeline {
             .map(|_| mpsc::channel::<ToUpdate>(UPDATE_QUEUE))
             .unzip();
         for (i, rx) in update_rx.into_iter().enumerate() {
-            let w = update::UpdateWorker::new(i, config.shards, Some(shard_tx.clone()));
+            let w = update::UpdateWorker::new(
+                i,
+                config.shards,
+                config.write_queue,
+                Some(shard_tx.clone()),
+            );
             threads.push(spawn(format!("ribshard-update-{i}"), move || {
                 update::run(w, rx)
             }));
@@ -246,12 +258,26 @@ impl Pipeline {
                 shard::run(w, rx)
             }));
         }
+        // The pipeline wakes its own threads for periodic work, so that whoever embeds it
+        // (the daemon, a test) cannot forget to and leave slow members split forever.
+        let stopping = Arc::new(AtomicBool::new(false));
+        {
+            let (shards, updates, stopping) =
+                (shard_tx.clone(), update_tx.clone(), stopping.clone());
+            threads.push(spawn("ribshard-tick".into(), move || {
+                while !stopping.load(Ordering::Relaxed) {
+                    std::thread::sleep(TICK);
+                    tick(&shards, &updates);
+                }
+            }));
+        }
         Arc::new(Pipeline {
             config,
             shards: shard_tx,
             updates: update_tx,
             registry: Mutex::new(Registry::default()),
             threads: Mutex::new(threads),
+            stopping,
         })
     }
 
@@ -487,18 +513,15 @@ impl Pipeline {
         (shards, groups)
     }
 
-    /// Wakes every thread for its periodic work (slow-peer catch-up); never waits.
+    /// Wakes every thread for its periodic work (slow-peer catch-up) now, besides the
+    /// pipeline's own tick every [`TICK`]; never waits.
     pub fn tick(&self) {
-        for s in &self.shards {
-            let _ = s.try_send(ToShard::Tick);
-        }
-        for u in &self.updates {
-            let _ = u.try_send(ToUpdate::Tick);
-        }
+        tick(&self.shards, &self.updates);
     }
 
     /// Stops every thread and waits for them.
     pub fn stop(&self) {
+        self.stopping.store(true, Ordering::Relaxed);
         for s in &self.shards {
             let _ = s.blocking_send(ToShard::Stop);
         }
@@ -509,6 +532,16 @@ impl Pipeline {
         for t in threads {
             let _ = t.join();
         }
+    }
+}
+
+fn tick(shards: &[mpsc::Sender<ToShard>], updates: &[mpsc::Sender<ToUpdate>]) {
+    // A full queue means the thread is busy and will look at its members soon anyway.
+    for s in shards {
+        let _ = s.try_send(ToShard::Tick);
+    }
+    for u in updates {
+        let _ = u.try_send(ToUpdate::Tick);
     }
 }
 

@@ -51,7 +51,7 @@ impl ShardWorker {
         updates: Vec<mpsc::Sender<ToUpdate>>,
     ) -> ShardWorker {
         let out = if updates.is_empty() {
-            Out::Inline(Box::new(UpdateWorker::new(0, 1, None)))
+            Out::Inline(Box::new(UpdateWorker::new(0, 1, config.write_queue, None)))
         } else {
             Out::Threads(updates)
         };

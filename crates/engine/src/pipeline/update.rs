@@ -3,7 +3,7 @@
 //! member joins late, asks for a refresh, or catches up after being a slow writer.
 
 use super::{GroupReport, ToShard, ToUpdate, UpdateThreadStats};
-use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup};
+use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup, WriteQueueLimits};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
 use tokio::sync::mpsc;
@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 pub(super) struct UpdateWorker {
     index: usize,
     shards: usize,
+    limits: WriteQueueLimits,
     groups: BTreeMap<GroupId, UpdateGroup>,
     /// Where dump requests go; `None` when this worker runs inside the single shard, which
     /// takes them from [`UpdateWorker::handle`]'s result.
@@ -26,11 +27,13 @@ impl UpdateWorker {
     pub(super) fn new(
         index: usize,
         shards: usize,
+        limits: WriteQueueLimits,
         shard_tx: Option<Vec<mpsc::Sender<ToShard>>>,
     ) -> UpdateWorker {
         UpdateWorker {
             index,
             shards,
+            limits,
             groups: BTreeMap::new(),
             shard_tx,
             unsent: VecDeque::new(),
@@ -49,10 +52,10 @@ impl UpdateWorker {
                 member,
                 sink,
             } => {
-                let shards = self.shards;
+                let (shards, limits) = (self.shards, self.limits);
                 self.groups
                     .entry(group)
-                    .or_insert_with(|| UpdateGroup::new(group, spec, shards))
+                    .or_insert_with(|| UpdateGroup::new(group, spec, shards, limits))
                     .join(member, sink, 0);
             }
             ToUpdate::Leave { group, member } => {

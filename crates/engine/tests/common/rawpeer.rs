@@ -23,6 +23,24 @@ impl RawPeer {
             buf: Vec::new(),
         }
     }
+    /// Connects with a receive buffer of about `rcvbuf` octets, so that a peer that stops
+    /// reading is noticed after little data rather than after the kernel's megabytes.
+    pub async fn connect_with_rcvbuf(from: IpAddr, to: SocketAddr, rcvbuf: u32) -> RawPeer {
+        let sock = TcpSocket::new_v4().unwrap();
+        sock.set_recv_buffer_size(rcvbuf).unwrap();
+        sock.bind(SocketAddr::new(from, 0)).unwrap();
+        RawPeer {
+            s: sock.connect(to).await.unwrap(),
+            buf: Vec::new(),
+        }
+    }
+    /// The socket and what was read from it but not yet returned as messages.
+    pub fn into_parts(self) -> (TcpStream, Vec<u8>) {
+        (self.s, self.buf)
+    }
+    pub fn from_parts(s: TcpStream, buf: Vec<u8>) -> RawPeer {
+        RawPeer { s, buf }
+    }
     pub async fn send(&mut self, m: &[u8]) {
         self.s.write_all(m).await.unwrap();
     }
