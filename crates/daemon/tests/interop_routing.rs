@@ -470,8 +470,9 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
             "AS 65046\nrouter-id 127.0.0.46\nlisten on 127.0.0.46 port {port_o}\nfib-update no\n\
              socket \"{}\"\nnexthop qualify via default\n\
              network 203.0.113.0/24 set {{ community 65046:100 large-community 65046:7:8 nexthop 198.51.100.46 }}\n\
+             network 2001:db8:46::/48 set {{ community 65046:600 nexthop 2001:db8::46 }}\n\
              neighbor 127.0.0.40 {{\n\tremote-as 65040\n\tport {port_r}\n\tlocal-address 127.0.0.46\n\
-             \tmultihop 2\n}}\nallow from any\nallow to any set nexthop no-modify\n",
+             \tmultihop 2\n\tannounce IPv4 unicast\n\tannounce IPv6 unicast\n}}\nallow from any\nallow to any set nexthop no-modify\n",
             sock.display()
         ),
     )
@@ -521,4 +522,48 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
         "{r}"
     );
     assert!(r.contains("65046:100"), "{r}");
+
+    // IPv6 unicast over the same IPv4 sessions, both ways.
+    let v6 = "2001:db8:42::/48";
+    assert!(
+        wait(10, || {
+            g.cli(&[
+                "global",
+                "rib",
+                "add",
+                "-a",
+                "ipv6",
+                v6,
+                "nexthop",
+                "2001:db8::42",
+                "community",
+                "65042:600",
+            ]);
+            g.cli(&["global", "rib", "-a", "ipv6", v6])
+                .contains("2001:db8::42")
+        }),
+        "{}",
+        g.cli(&["global", "rib", "-a", "ipv6"])
+    );
+    let at_openbgpd6 = || bgpctl(&["show", "rib", "detail", v6]);
+    assert!(
+        wait(30, || at_openbgpd6().contains("65040 65042")),
+        "{}\n{}\n{}",
+        at_openbgpd6(),
+        bgpctl(&["show", "neighbor"]),
+        log_of(&dir)
+    );
+    let o = at_openbgpd6();
+    assert!(o.contains("65042:600"), "{o}");
+    // Next hop self on an IPv4 session without an IPv6 address: ours, IPv4-mapped.
+    assert!(o.contains("Nexthop ::ffff:127.0.0.40"), "{o}");
+    let rib6 = || g.cli(&["global", "rib", "-a", "ipv6"]);
+    assert!(
+        wait(30, || rib6().contains("2001:db8:46::/48")),
+        "{}\n{}",
+        rib6(),
+        log_of(&dir)
+    );
+    let r = rib6();
+    assert!(r.contains("65040 65046") && r.contains("65046:600"), "{r}");
 }
