@@ -1,7 +1,8 @@
 //! Routes through ribshard between real daemons on loopback: route reflection between BIRD
-//! and FRR clients (iBGP), eBGP transit between GoBGP and OpenBGPD and between GoBGP and BIRD,
-//! and a transparent route server between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying so)
-//! where a daemon is not installed; `scripts/test` installs them.
+//! and FRR clients (iBGP), eBGP transit between GoBGP and OpenBGPD (IPv4 and IPv6), between
+//! GoBGP and BIRD and between two ExaBGPs (ExaBGP as the receiver), and a transparent route
+//! server between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying
+//! so) where a daemon is not installed; `scripts/test` installs them.
 
 mod common;
 
@@ -566,4 +567,168 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
     );
     let r = rib6();
     assert!(r.contains("65040 65046") && r.contains("65046:600"), "{r}");
+}
+
+/// Starts ExaBGP with `conf` (logging to `dir/exabgp-NAME.log`).
+fn exabgp(dir: &Path, name: &str, conf: &str) -> Proc {
+    let path = dir.join(format!("exabgp-{name}.conf"));
+    std::fs::write(&path, conf).unwrap();
+    let p = Command::new("exabgp")
+        .arg(&path)
+        .env("exabgp_daemon_user", "root")
+        .env(
+            "exabgp_log_destination",
+            dir.join(format!("exabgp-{name}.log")),
+        )
+        .env("exabgp_daemon_daemonize", "false")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start exabgp");
+    Proc(p)
+}
+
+/// What an ExaBGP receiver's API process wrote: its JSON UPDATE messages, in order.
+fn exabgp_updates(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["neighbor"]["message"]["update"].as_object().cloned())
+        .map(serde_json::Value::Object)
+        .collect()
+}
+
+/// The announcement of `prefix` in `family` ("ipv4 unicast") among the UPDATEs, with its
+/// next hop: (attributes, next hop).
+fn exabgp_announced(
+    updates: &[serde_json::Value],
+    family: &str,
+    prefix: &str,
+) -> Option<(serde_json::Value, String)> {
+    updates.iter().rev().find_map(|u| {
+        let by_nh = u["announce"][family].as_object()?;
+        by_nh.iter().find_map(|(nh, nlri)| {
+            nlri.as_array()?
+                .iter()
+                .any(|n| n["nlri"] == prefix)
+                .then(|| (u["attribute"].clone(), nh.clone()))
+        })
+    })
+}
+
+fn exabgp_withdrawn(updates: &[serde_json::Value], family: &str, prefix: &str) -> bool {
+    updates.iter().any(|u| {
+        u["withdraw"][family]
+            .as_array()
+            .is_some_and(|w| w.iter().any(|n| n["nlri"] == prefix))
+    })
+}
+
+/// eBGP transit from one ExaBGP to another: ExaBGP as a receiver (its API process writes
+/// the JSON of every UPDATE), IPv4 and IPv6, attributes and withdrawals checked there.
+#[test]
+fn ebgp_transit_between_two_exabgps() {
+    if !have("exabgp", "--version") {
+        return;
+    }
+    let dir = tempdir("transit-exabgp");
+    let (port_r, port_a, port_b) = (28001, 28002, 28003);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "sender",
+                    "external",
+                    Some(65044),
+                    "",
+                    &[("127.0.0.44", port_a)],
+                ),
+                ribshard_group(
+                    "receiver",
+                    "external",
+                    Some(65047),
+                    "",
+                    &[("127.0.0.47", port_b)],
+                ),
+            ],
+        ),
+    );
+    // The API process copies each line ExaBGP writes to it into a file; it must read until
+    // its input ends (a process that exits is restarted, and ExaBGP gives up after a few).
+    let received = dir.join("received.json");
+    let script = dir.join("receiver.py");
+    std::fs::write(
+        &script,
+        format!(
+            "import sys\nwith open('{}', 'a') as f:\n    while True:\n        line = sys.stdin.readline()\n\
+             \x20       if not line:\n            break\n        f.write(line)\n        f.flush()\n",
+            received.display()
+        ),
+    )
+    .unwrap();
+    let _b = exabgp(
+        &dir,
+        "receiver",
+        &format!(
+            "process receiver {{\n  run /usr/bin/python3 {};\n  encoder json;\n}}\n\
+             neighbor 127.0.0.40 {{\n  router-id 127.0.0.47;\n  local-address 127.0.0.47;\n  local-as 65047;\n\
+             peer-as 65040;\n  connect {port_r};\n  listen {port_b};\n\
+             family {{ ipv4 unicast; ipv6 unicast; }}\n\
+             api {{ processes [ receiver ]; receive {{ parsed; update; }} }}\n}}\n",
+            script.display()
+        ),
+    );
+    let a = exabgp(
+        &dir,
+        "sender",
+        &format!(
+            "neighbor 127.0.0.40 {{\n  router-id 127.0.0.44;\n  local-address 127.0.0.44;\n  local-as 65044;\n\
+             peer-as 65040;\n  connect {port_r};\n  listen {port_a};\n\
+             family {{ ipv4 unicast; ipv6 unicast; }}\n  static {{\n\
+             route 203.0.113.0/24 next-hop 198.51.100.44 community [65044:100] large-community [65044:7:8] med 50;\n\
+             route 2001:db8:44::/48 next-hop 2001:db8::44 community [65044:100] med 50;\n  }}\n}}\n"
+        ),
+    );
+    let v4 = || exabgp_announced(&exabgp_updates(&received), "ipv4 unicast", "203.0.113.0/24");
+    let v6 = || {
+        exabgp_announced(
+            &exabgp_updates(&received),
+            "ipv6 unicast",
+            "2001:db8:44::/48",
+        )
+    };
+    assert!(
+        wait(30, || v4().is_some() && v6().is_some()),
+        "{}\n{}",
+        std::fs::read_to_string(&received).unwrap_or_default(),
+        log_of(&dir)
+    );
+    let (attrs, nh) = v4().unwrap();
+    assert_eq!(nh, "127.0.0.40", "next hop self");
+    assert_eq!(attrs["as-path"], serde_json::json!([65040, 65044]));
+    assert_eq!(attrs["community"], serde_json::json!([[65044, 100]]));
+    assert_eq!(attrs["large-community"], serde_json::json!([[65044, 7, 8]]));
+    assert!(
+        attrs.get("med").is_none(),
+        "MED not passed to another AS: {attrs}"
+    );
+    let (attrs, nh) = v6().unwrap();
+    assert_eq!(nh, "::ffff:127.0.0.40", "next hop self, IPv4-mapped");
+    assert_eq!(attrs["as-path"], serde_json::json!([65040, 65044]));
+    assert_eq!(attrs["community"], serde_json::json!([[65044, 100]]));
+    // The sender goes: both routes are withdrawn at the receiver.
+    drop(a);
+    assert!(
+        wait(30, || {
+            let u = exabgp_updates(&received);
+            exabgp_withdrawn(&u, "ipv4 unicast", "203.0.113.0/24")
+                && exabgp_withdrawn(&u, "ipv6 unicast", "2001:db8:44::/48")
+        }),
+        "{}\n{}",
+        std::fs::read_to_string(&received).unwrap_or_default(),
+        log_of(&dir)
+    );
 }
