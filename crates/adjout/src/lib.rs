@@ -13,7 +13,7 @@
 
 use bytes::Bytes;
 use ribshard_rib::{Exported, GroupSpec};
-use ribshard_wire::{Family, Nlri, Prefix, UpdateBuilder};
+use ribshard_wire::{Family, Nlri, Prefix, RouteRefresh, UpdateBuilder};
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
@@ -130,6 +130,9 @@ struct Member {
     state: State,
     /// End-of-RIB goes out when the dump of this token completes.
     eor_token: Option<u64>,
+    /// Enhanced route refresh (RFC 7313): the EoRR to send when the refresh dump of this
+    /// token completes.
+    eorr: Option<(u64, Family)>,
     stats: MemberStats,
 }
 
@@ -195,6 +198,7 @@ impl UpdateGroup {
                 remaining: self.shards,
             },
             eor_token: Some(token),
+            eorr: None,
             stats: MemberStats::default(),
         });
     }
@@ -204,14 +208,23 @@ impl UpdateGroup {
             .retain(|m| m.id.peer != id.peer || m.id.epoch > id.epoch);
     }
 
-    /// A ROUTE-REFRESH from a member (RFC 2918): the table again, from every shard.
-    pub fn refresh(&mut self, id: MemberId) -> Option<DumpRequest> {
+    /// A ROUTE-REFRESH from a member (RFC 2918): the table again, from every shard. With
+    /// `enhanced` (the member negotiated enhanced route refresh, RFC 7313 section 4), the
+    /// dump is framed by a BoRR now and an EoRR for that family when it completes, so the
+    /// member can purge what it did not get again.
+    pub fn refresh(&mut self, id: MemberId, enhanced: Option<Family>) -> Option<DumpRequest> {
         let token = self.next_token;
         let m = self.members.iter_mut().find(|m| m.id == id)?;
         self.next_token += 1;
         if m.state == State::Slow {
             // It catches up anyway once it drains.
             return None;
+        }
+        m.eorr = None;
+        if let Some(f) = enhanced {
+            if send(m, route_refresh(f, RouteRefresh::BORR)) {
+                m.eorr = Some((token, f));
+            }
         }
         m.state = State::Dumping {
             token,
@@ -401,6 +414,9 @@ impl UpdateGroup {
             }
         }
         m.state = State::InStep;
+        if let Some((_, f)) = m.eorr.take().filter(|(t, _)| *t == token) {
+            send(m, route_refresh(f, RouteRefresh::EORR));
+        }
         // The first complete dump, whatever its token (a slow first dump restarts).
         if m.eor_token.is_some() {
             let mut sent = true;
@@ -451,6 +467,18 @@ impl UpdateGroup {
         }
         out
     }
+}
+
+/// A ROUTE-REFRESH message of this subtype (RFC 7313 BoRR or EoRR) for a family.
+fn route_refresh(f: Family, subtype: u8) -> Bytes {
+    Bytes::from(
+        RouteRefresh {
+            afi: f.afi(),
+            subtype,
+            safi: f.safi(),
+        }
+        .encode(),
+    )
 }
 
 /// Whether an entry advertises a path learned from this member.

@@ -212,7 +212,7 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
             peer(slow_addr, down_as, true),
         ],
         WriteQueueLimits::new(HIGH_WATER),
-        27901,
+        28111,
     )
     .await;
     let mut fast = RawPeer::connect(IpAddr::from(fast_addr), listen).await;
@@ -290,7 +290,7 @@ async fn send_hold_timer_drops_a_neighbor_that_stops_reading() {
     let mut d = peer(down_addr, down_as, true);
     d.hold_time = 9;
     d.send_hold_time = send_hold.as_secs() as u32;
-    let (pipeline, sessions, listen) = start(vec![d], WriteQueueLimits::default(), 27902).await;
+    let (pipeline, sessions, listen) = start(vec![d], WriteQueueLimits::default(), 28112).await;
     let mut down = RawPeer::connect_with_rcvbuf(IpAddr::from(down_addr), listen, RCVBUF).await;
     down.establish(down_as, 9).await;
     let (sock, _) = down.into_parts();

@@ -120,6 +120,9 @@ pub enum WalkOp {
     MarkStale([bool; 2]),
     /// End-of-RIB or the restart time passed: remove what is still stale in these families.
     FlushStale([bool; 2]),
+    /// The peer began re-advertising these families (BoRR, RFC 7313 section 4): mark its
+    /// paths stale there until its EoRR; leave the others.
+    RefreshBegin([bool; 2]),
 }
 
 /// A walk over one peer's paths in progress.
@@ -331,6 +334,14 @@ impl Shard {
                 }
                 // Families the restarting peer does not preserve go now.
                 WalkOp::MarkStale(_) => d.remove_where(|p| p.peer == peer),
+                WalkOp::RefreshBegin(f) if in_family(&f) => {
+                    d.paths
+                        .iter_mut()
+                        .filter(|p| !p.gone && p.peer == peer)
+                        .for_each(|p| p.stale = true);
+                    0
+                }
+                WalkOp::RefreshBegin(_) => 0,
             };
             if n > 0 {
                 self.paths -= n;

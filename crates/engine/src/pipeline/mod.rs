@@ -25,7 +25,7 @@ mod update;
 
 use ribshard_adjout::{Entry, GroupId, MemberId, Sink, WriteQueueLimits};
 use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs};
-use ribshard_wire::{Nlri, Prefix};
+use ribshard_wire::{Family, Nlri, Prefix};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc, Mutex};
@@ -79,8 +79,14 @@ pub enum ToShard {
         stale: Option<[bool; 2]>,
         member: Option<(GroupId, MemberId)>,
     },
-    /// End-of-RIB, restart time over, or no graceful restart on the new session: stale paths
-    /// of these families go.
+    /// BoRR (RFC 7313): the peer re-advertises these families; its paths there are stale
+    /// until the EoRR ([`ToShard::FlushStale`]) and fresh again when sent again.
+    RefreshBegin {
+        peer: PeerIndex,
+        families: [bool; 2],
+    },
+    /// End-of-RIB, EoRR, restart time over, or no graceful restart on the new session: stale
+    /// paths of these families go.
     FlushStale {
         peer: PeerIndex,
         families: [bool; 2],
@@ -113,9 +119,12 @@ pub enum ToUpdate {
         group: GroupId,
         member: MemberId,
     },
+    /// A ROUTE-REFRESH; `enhanced`: the family of the request when the member negotiated
+    /// enhanced route refresh (RFC 7313), which frames the dump with BoRR and EoRR.
     Refresh {
         group: GroupId,
         member: MemberId,
+        enhanced: Option<Family>,
     },
     Live {
         shard: usize,
@@ -419,13 +428,22 @@ impl Pipeline {
             .collect()
     }
 
-    /// A ROUTE-REFRESH from a member: its group sends it the table again.
-    pub fn refresh(&self, joined: &Joined) -> Target {
+    /// BoRR from a peer (RFC 7313): its paths of these families become stale in every shard.
+    pub fn refresh_begin(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Target> {
+        (0..self.shards.len())
+            .map(|i| Target::Shard(i, ToShard::RefreshBegin { peer, families }))
+            .collect()
+    }
+
+    /// A ROUTE-REFRESH from a member: its group sends it the table again (between BoRR and
+    /// EoRR for `enhanced`, RFC 7313).
+    pub fn refresh(&self, joined: &Joined, enhanced: Option<Family>) -> Target {
         self.to_update(
             joined.update_thread,
             ToUpdate::Refresh {
                 group: joined.group,
                 member: joined.member,
+                enhanced,
             },
         )
     }

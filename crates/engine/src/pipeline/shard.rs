@@ -133,6 +133,11 @@ impl ShardWorker {
                 let w = self.shard.walk(peer, WalkOp::FlushStale(families));
                 self.walks.push_back(w);
             }
+            ToShard::RefreshBegin { peer, families } => {
+                self.finish_walks_of(peer);
+                let w = self.shard.walk(peer, WalkOp::RefreshBegin(families));
+                self.walks.push_back(w);
+            }
             ToShard::Dump {
                 group,
                 member,

@@ -66,8 +66,16 @@ impl UpdateWorker {
                     }
                 }
             }
-            ToUpdate::Refresh { group, member } => {
-                if let Some(r) = self.groups.get_mut(&group).and_then(|g| g.refresh(member)) {
+            ToUpdate::Refresh {
+                group,
+                member,
+                enhanced,
+            } => {
+                if let Some(r) = self
+                    .groups
+                    .get_mut(&group)
+                    .and_then(|g| g.refresh(member, enhanced))
+                {
                     requests.push((group, r));
                 }
             }

@@ -15,7 +15,9 @@ use ribshard_rib::shard::families;
 use ribshard_rib::{GroupKind, GroupSpec, Interner, LoopChecks, PeerInfo};
 use ribshard_wire::message::{MessageType, HEADER_LEN, MAX_MESSAGE_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub, Notification};
-use ribshard_wire::{decode, keepalive, parse_update, Family, Message, Nlri, Open, SessionParams};
+use ribshard_wire::{
+    decode, keepalive, parse_update, Family, Message, Nlri, Open, RouteRefresh, SessionParams,
+};
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::io;
 use std::net::{IpAddr, SocketAddr};
@@ -368,6 +370,9 @@ struct Session {
     timers: Timers,
     negotiated: Option<Negotiated>,
     adj_rib_in: [HashSet<Nlri>; 2],
+    /// Per family, during an enhanced route refresh by the peer (BoRR to EoRR, RFC 7313):
+    /// the Adj-RIB-In entries it has not sent again yet; they go at the EoRR.
+    refreshing: [Option<HashSet<Nlri>>; 2],
     status: watch::Sender<SessionStatus>,
     tap: Option<mpsc::Sender<Inbound>>,
     pipeline: Option<Arc<Pipeline>>,
@@ -417,6 +422,7 @@ impl Session {
             timers: Timers::default(),
             negotiated: None,
             adj_rib_in: [HashSet::new(), HashSet::new()],
+            refreshing: [None, None],
             status,
             tap,
             pipeline,
@@ -719,19 +725,7 @@ impl Session {
             }
             Ok(Message::RouteRefresh(rr)) => {
                 if self.fsm.state() == State::Established {
-                    // RFC 2918: the table again. Enhanced route refresh (RFC 7313) markers
-                    // (BoRR/EoRR) are not sent; a plain re-advertisement is what RFC 2918 asks.
-                    if rr.subtype == 0 {
-                        if let (Some(p), Some(j)) = (&self.pipeline, &self.joined) {
-                            let t = p.refresh(j);
-                            self.pending.push_back(Out::Pipe(t));
-                        }
-                    }
-                    self.tap(Inbound::RouteRefresh {
-                        peer: self.index,
-                        afi: rr.afi,
-                        safi: rr.safi,
-                    });
+                    self.route_refresh(rr);
                 }
             }
             Ok(Message::Update(_)) => {}
@@ -745,6 +739,74 @@ impl Session {
                     Event::BgpHeaderErr(n)
                 };
                 self.event(event);
+            }
+        }
+    }
+
+    /// ROUTE-REFRESH (RFC 2918) and the markers of enhanced route refresh (RFC 7313).
+    fn route_refresh(&mut self, rr: RouteRefresh) {
+        let enhanced = self
+            .negotiated
+            .as_ref()
+            .is_some_and(|n| n.enhanced_route_refresh);
+        let family = Family::from_afi_safi(rr.afi, rr.safi).filter(|f| {
+            self.negotiated
+                .as_ref()
+                .is_some_and(|n| n.families.contains(f))
+        });
+        let Some(family) = family else {
+            // RFC 2918 section 4: a family that was not negotiated is ignored.
+            debug!(peer = %self.name(), afi = rr.afi, safi = rr.safi, "ROUTE-REFRESH for a family not negotiated: ignored");
+            return;
+        };
+        match rr.subtype {
+            RouteRefresh::REQUEST => {
+                // The table again; framed by BoRR and EoRR when enhanced (RFC 7313 section 4).
+                if let (Some(p), Some(j)) = (&self.pipeline, &self.joined) {
+                    let t = p.refresh(j, enhanced.then_some(family));
+                    self.pending.push_back(Out::Pipe(t));
+                }
+                self.tap(Inbound::RouteRefresh {
+                    peer: self.index,
+                    afi: rr.afi,
+                    safi: rr.safi,
+                });
+            }
+            RouteRefresh::BORR if enhanced => {
+                debug!(peer = %self.name(), %family, "BoRR: the neighbor re-advertises");
+                self.flush_routes();
+                let f = family.index();
+                if let (Some(slot), Some(adj)) =
+                    (self.refreshing.get_mut(f), self.adj_rib_in.get(f))
+                {
+                    *slot = Some(adj.clone());
+                }
+                if let Some(p) = &self.pipeline {
+                    for t in p.refresh_begin(self.index as u32, families(&[family])) {
+                        self.pending.push_back(Out::Pipe(t));
+                    }
+                }
+            }
+            RouteRefresh::EORR if enhanced => {
+                // What was not sent again since the BoRR goes (RFC 7313 section 4). An EoRR
+                // without a BoRR finds nothing stale.
+                let f = family.index();
+                let left = self.refreshing.get_mut(f).and_then(Option::take);
+                debug!(peer = %self.name(), %family, purged = left.as_ref().map_or(0, HashSet::len), "EoRR");
+                if let (Some(left), Some(adj)) = (left, self.adj_rib_in.get_mut(f)) {
+                    for n in left {
+                        adj.remove(&n);
+                    }
+                }
+                self.flush_routes();
+                self.push_flush_stale(families(&[family]));
+                let counts = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+                self.status.send_modify(|st| st.prefixes = counts);
+            }
+            // RFC 7313 section 5: other subtypes, and markers without the capability, are
+            // ignored.
+            other => {
+                debug!(peer = %self.name(), subtype = other, "ROUTE-REFRESH subtype ignored");
             }
         }
     }
@@ -781,13 +843,18 @@ impl Session {
         // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
         // a pipeline, the per-shard batches.
         let adj = &mut self.adj_rib_in;
+        let refreshing = &mut self.refreshing;
         let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
         let index_key = |n: Nlri| Nlri {
             prefix: n.prefix.masked(),
             ..n
         };
         for n in parsed.withdrawn_all() {
-            if let Some(set) = adj.get_mut(n.prefix.family().index()) {
+            let f = n.prefix.family().index();
+            if let Some(set) = adj.get_mut(f) {
+                set.remove(&index_key(n));
+            }
+            if let Some(Some(set)) = refreshing.get_mut(f) {
                 set.remove(&index_key(n));
             }
             if let Some((b, _)) = pipe.as_mut() {
@@ -806,8 +873,12 @@ impl Session {
                     interner.intern(&parsed.attrs, &params, nh)
                 });
                 for n in run.iter() {
-                    if let Some(set) = adj.get_mut(n.prefix.family().index()) {
+                    let f = n.prefix.family().index();
+                    if let Some(set) = adj.get_mut(f) {
                         set.insert(index_key(n));
+                    }
+                    if let Some(Some(set)) = refreshing.get_mut(f) {
+                        set.remove(&index_key(n));
                     }
                     if let (Some((b, _)), Some(a)) = (pipe.as_mut(), attrs.as_ref()) {
                         b.announce(a, n);
@@ -1153,6 +1224,7 @@ impl Session {
                         })
                         .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
                     self.adj_rib_in = [HashSet::new(), HashSet::new()];
+                    self.refreshing = [None, None];
                     self.negotiated = None;
                     self.status.send_modify(|st| {
                         st.negotiated = None;
