@@ -43,6 +43,7 @@ fn downstream() -> GroupSpec {
             ..Default::default()
         },
         families: [true, true],
+        role: None,
     }
 }
 

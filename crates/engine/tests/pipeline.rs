@@ -124,6 +124,7 @@ fn spec(m: usize) -> GroupSpec {
         export_accept: true,
         params: params(),
         families: [true, true],
+        role: None,
     }
 }
 

@@ -8,7 +8,7 @@
 //! attributes discarded under RFC 7606. The decision inputs are read from it once, when a set
 //! is first seen; export decodes the bytes once per update group (see [`crate::export`]).
 
-use ribshard_wire::attr;
+use ribshard_wire::attr::{self, flags};
 use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
 use ribshard_wire::update::{segment, AttrsView, RawAttrIter};
 use ribshard_wire::{parse_attributes_only, SessionParams};
@@ -281,6 +281,24 @@ impl Interner {
     ) -> Arc<RouteAttrs> {
         let mut key = std::mem::take(&mut self.scratch);
         normalized_key(view, params, next_hop, &mut key);
+        let a = self.intern_key(&key);
+        self.scratch = key;
+        a
+    }
+
+    /// As [`Interner::intern`], with an OTC attribute of this AS added (RFC 9234 section 5:
+    /// a path from a provider, peer or route server that has none gets the neighbor's AS).
+    pub fn intern_with_otc(
+        &mut self,
+        view: &AttrsView<'_>,
+        params: &SessionParams,
+        next_hop: &[u8],
+        otc: u32,
+    ) -> Arc<RouteAttrs> {
+        let mut key = std::mem::take(&mut self.scratch);
+        normalized_key(view, params, next_hop, &mut key);
+        key.extend_from_slice(&[flags::OPTIONAL | flags::TRANSITIVE, attr::OTC, 4]);
+        key.extend_from_slice(&otc.to_be_bytes());
         let a = self.intern_key(&key);
         self.scratch = key;
         a

@@ -15,6 +15,10 @@
 //!   reflecting sets ORIGINATOR_ID and prepends the cluster id to CLUSTER_LIST (section 8).
 //!   LOCAL_PREF is set (100 for paths from eBGP), the next hop is kept unless `next-hop-self`.
 //!
+//! With a BGP role towards an external or route server group (RFC 9234 section 5): a path
+//! carrying Only to Customer (OTC) does not go to providers, peers or route servers, and
+//! towards customers, peers and route server clients a path without OTC gets our AS as OTC.
+//!
 //! Everywhere: unrecognized non-transitive attributes are dropped and unrecognized transitive
 //! ones get the Partial bit (RFC 4271 section 5); towards a 2-octet AS speaker, AS4_PATH and
 //! AS4_AGGREGATOR carry what AS_TRANS hides (RFC 6793 section 4.2.2).
@@ -64,6 +68,9 @@ pub struct GroupSpec {
     pub params: SessionParams,
     /// Families negotiated with the members, per [`Family::index`].
     pub families: [bool; 2],
+    /// The BGP role (RFC 9234, `ribshard_wire::open::role`) we take towards the members of
+    /// an external or route server group: it decides the OTC rules on export.
+    pub role: Option<u8>,
 }
 
 /// An attribute set as one update group sends it: encoded once for the group's sessions.
@@ -123,6 +130,12 @@ pub fn export(
     for x in &mut a.list {
         if matches!(x.value, AttrValue::Unknown { .. }) {
             x.flags |= flags::PARTIAL;
+        }
+    }
+    // OTC is an eBGP matter: iBGP carries it unchanged (RFC 9234 section 5).
+    if let (Some(role), false) = (spec.role, matches!(spec.kind, GroupKind::Internal { .. })) {
+        if !only_to_customer(&mut a, role, spec.local_as) {
+            return None;
         }
     }
     let mut next_hop_self = spec.next_hop_self;
@@ -203,6 +216,24 @@ pub fn export(
         attrs: out.into_boxed_slice(),
         mp_next_hop,
     })
+}
+
+/// RFC 9234 section 5, egress, with `role` the one we take towards the receiver: false if
+/// the path must not go (it carries OTC and the receiver is our provider, peer or route
+/// server); else OTC is added where the receiver is our customer, peer or route server
+/// client and the path has none.
+fn only_to_customer(a: &mut PathAttributes, role: u8, local_as: u32) -> bool {
+    use ribshard_wire::open::role as r;
+    let has = a.get(attr::OTC).is_some();
+    match role {
+        // Towards a provider, a peer or a route server.
+        r::CUSTOMER | r::PEER | r::RS_CLIENT if has => return false,
+        _ => {}
+    }
+    if !has && matches!(role, r::PROVIDER | r::PEER | r::RS) {
+        a.set(AttrValue::Otc(local_as));
+    }
+    true
 }
 
 /// Prepends an AS to AS_PATH (RFC 4271 section 5.1.2).

@@ -743,6 +743,25 @@ impl Session {
         }
     }
 
+    /// RFC 9234 section 5, ingress, on an eBGP session with a configured role: (whether the
+    /// UPDATE's routes are a leak and ineligible, the OTC to add to them). A route with OTC
+    /// from a customer or route server client is a leak, so is one from a peer whose OTC is
+    /// not the peer's AS; a route without OTC from a provider, peer or route server gets the
+    /// neighbor's AS as OTC.
+    fn only_to_customer(&self, otc: Option<u32>) -> (bool, Option<u32>) {
+        use ribshard_wire::open::role;
+        let peer_as = self.s.peer_as;
+        let ours = if self.s.internal { None } else { self.s.role };
+        match (ours, otc) {
+            // We are their provider or their route server: they are a customer or a client.
+            (Some(role::PROVIDER | role::RS), Some(_)) => (true, None),
+            (Some(role::PEER), Some(v)) => (v != peer_as, None),
+            // They are our provider, our peer or our route server.
+            (Some(role::CUSTOMER | role::PEER | role::RS_CLIENT), None) => (false, Some(peer_as)),
+            _ => (false, None),
+        }
+    }
+
     /// ROUTE-REFRESH (RFC 2918) and the markers of enhanced route refresh (RFC 7313).
     fn route_refresh(&mut self, rr: RouteRefresh) {
         let enhanced = self
@@ -840,6 +859,10 @@ impl Session {
         if let Some(f) = end_of_rib {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
+        let (leak, add_otc) = self.only_to_customer(parsed.attrs.otc);
+        if leak && (!parsed.nlri.is_empty() || parsed.attrs.mp_reach.is_some()) {
+            debug!(peer = %self.name(), otc = ?parsed.attrs.otc, "route leak (RFC 9234 section 5): the UPDATE's routes are ineligible");
+        }
         // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
         // a pipeline, the per-shard batches.
         let adj = &mut self.adj_rib_in;
@@ -868,12 +891,28 @@ impl Session {
                 let Some(run) = run.filter(|r| !r.is_empty()) else {
                     continue;
                 };
-                let attrs = pipe.as_mut().map(|(_, interner)| {
+                let attrs = pipe.as_mut().filter(|_| !leak).map(|(_, interner)| {
                     let nh = next_hop_of(&parsed.attrs, in_mp);
-                    interner.intern(&parsed.attrs, &params, nh)
+                    match add_otc {
+                        Some(asn) => interner.intern_with_otc(&parsed.attrs, &params, nh, asn),
+                        None => interner.intern(&parsed.attrs, &params, nh),
+                    }
                 });
                 for n in run.iter() {
                     let f = n.prefix.family().index();
+                    if leak {
+                        // Ineligible: as if withdrawn, replacing what the peer sent before.
+                        if let Some(set) = adj.get_mut(f) {
+                            set.remove(&index_key(n));
+                        }
+                        if let Some(Some(set)) = refreshing.get_mut(f) {
+                            set.remove(&index_key(n));
+                        }
+                        if let Some((b, _)) = pipe.as_mut() {
+                            b.withdraw(n);
+                        }
+                        continue;
+                    }
                     if let Some(set) = adj.get_mut(f) {
                         set.insert(index_key(n));
                     }
@@ -1034,6 +1073,7 @@ impl Session {
                 mrt_rib: false,
             },
             families: families(&n.families),
+            role: if self.s.internal { None } else { self.s.role },
         };
         self.epoch += 1;
         let member = self.conn.as_ref().map(|c| {
