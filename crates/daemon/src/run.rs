@@ -80,7 +80,7 @@ pub fn pipeline_config(c: &Config) -> PipelineConfig {
     PipelineConfig {
         shards: (c.threading.shards as usize).max(1),
         update_threads: c.threading.update_threads as usize,
-        options: ribshard_rib::Options::default(),
+        options: c.path_selection,
         write_queue: ribshard_adjout::WriteQueueLimits::new(
             usize::try_from(c.threading.write_queue_high_water).unwrap_or(usize::MAX),
         ),

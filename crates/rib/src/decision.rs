@@ -7,6 +7,10 @@
 //! external paths only with `external_router_id`, else the older path stays; shortest
 //! CLUSTER_LIST; lowest peer address.
 //!
+//! With `multipath`, the paths equal to the best one up to the tie-breakers (and from its
+//! neighbor AS, unless `multiple-as`) form its equal-cost set ([`multipath_equal`]); the
+//! best path alone is advertised.
+//!
 //! MED compared only within a neighbor AS cannot be a pairwise total order: with paths
 //! x (AS1, MED 5, id 3), y (AS2, id 2), z (AS1, MED 10, id 1) the steps give x < z, z < y and
 //! y < x. So selection is done as Junos and "deterministic MED" do: paths are grouped by
@@ -50,6 +54,16 @@ pub struct Options {
     /// default (unlike Junos): arrival order differs with thread settings, and results must
     /// not.
     pub external_router_id: bool,
+    /// Load sharing (Junos `multipath`): keep the equal-cost set beside the best path.
+    pub multipath: Option<Multipath>,
+}
+
+/// Junos `multipath`: which paths share load with the best one.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Multipath {
+    /// Junos `multiple-as`: paths from different neighbor ASes may share load (by default
+    /// they must come from the best path's neighbor AS).
+    pub multiple_as: bool,
 }
 
 impl Default for Options {
@@ -57,6 +71,7 @@ impl Default for Options {
         Options {
             always_compare_med: false,
             external_router_id: true,
+            multipath: None,
         }
     }
 }
@@ -115,6 +130,20 @@ pub fn best_path(paths: &[Candidate], o: &Options) -> Option<usize> {
     winners
         .into_iter()
         .min_by(|&i, &j| cmp_at(paths, i, j, false, o))
+}
+
+/// Whether `p` shares load with the best path `best` (Junos `multipath`): equal to it at
+/// every step before the tie-breakers (LOCAL_PREF, AS_PATH length, ORIGIN, MED where MED is
+/// compared, eBGP or iBGP, IGP cost), and from the same neighbor AS unless `multiple-as`.
+pub fn multipath_equal(best: &Candidate, p: &Candidate, m: Multipath, o: &Options) -> bool {
+    let same_as = p.neighbor_as == best.neighbor_as;
+    (same_as || m.multiple_as)
+        && p.local_pref == best.local_pref
+        && p.as_path_len == best.as_path_len
+        && p.origin == best.origin
+        && (!(same_as || o.always_compare_med) || p.med == best.med)
+        && p.ebgp == best.ebgp
+        && p.igp_cost == best.igp_cost
 }
 
 fn cmp_at(paths: &[Candidate], i: usize, j: usize, with_med: bool, o: &Options) -> Ordering {

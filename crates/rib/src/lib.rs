@@ -14,6 +14,6 @@ pub mod export;
 pub mod shard;
 
 pub use attrs::{Interner, LoopChecks, RouteAttrs};
-pub use decision::{best_path, compare, Candidate, Options};
+pub use decision::{best_path, compare, multipath_equal, Candidate, Multipath, Options};
 pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
 pub use shard::{shard_of, Change, Path, PeerIndex, PeerInfo, Shard, Walk, WalkOp};

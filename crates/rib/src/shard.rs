@@ -7,7 +7,7 @@
 //! other work between them.
 
 use crate::attrs::RouteAttrs;
-use crate::decision::{best_path, Candidate, Options};
+use crate::decision::{best_path, compare, multipath_equal, Candidate, Options};
 use ribshard_wire::{Family, Nlri, Prefix};
 // hashbrown with its default (foldhash) hasher: the table is keyed by prefixes we do not
 // choose, but a shard is not reachable by anyone who could aim collisions at one bucket any
@@ -412,6 +412,47 @@ impl Shard {
         }
         let i = best_path(cands, &self.options)?;
         index.get(i).copied()
+    }
+
+    /// The equal-cost set of a prefix (Junos `multipath`): its best eligible path first,
+    /// then the paths that share load with it ([`multipath_equal`]), in preference order.
+    /// Just the best path without `multipath`.
+    pub fn multipath(&self, prefix: &Prefix) -> Vec<&Path> {
+        let Some(d) = self.dests.get(&prefix.masked()) else {
+            return Vec::new();
+        };
+        let mut scratch = (Vec::new(), Vec::new());
+        let Some(b) = self.best_of(&d.paths, &mut scratch) else {
+            return Vec::new();
+        };
+        let (Some(best), Some(m)) = (d.paths.get(b), self.options.multipath) else {
+            return d.paths.get(b).into_iter().collect();
+        };
+        let bc = self.candidate(best);
+        let mut rest: Vec<(&Path, Candidate)> = d
+            .paths
+            .iter()
+            .enumerate()
+            .filter(|(i, p)| *i != b && self.eligible(p))
+            .map(|(_, p)| (p, self.candidate(p)))
+            .filter(|(_, c)| multipath_equal(&bc, c, m, &self.options))
+            .collect();
+        // MED is no tie-breaker here: it is equal wherever multipath_equal compared it.
+        rest.sort_by(|(_, a), (_, b)| compare(a, b, false, &self.options));
+        std::iter::once(best)
+            .chain(rest.into_iter().map(|(p, _)| p))
+            .collect()
+    }
+
+    /// How many prefixes have an equal-cost set of more than one path.
+    pub fn multipath_prefixes(&self) -> usize {
+        if self.options.multipath.is_none() {
+            return 0;
+        }
+        self.dests
+            .keys()
+            .filter(|p| self.multipath(p).len() > 1)
+            .count()
     }
 
     /// The Loc-RIB entry of a prefix as last reported to the update groups.

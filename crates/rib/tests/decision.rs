@@ -2,7 +2,7 @@
 //! 4271 steps one by one.
 
 use proptest::prelude::*;
-use ribshard_rib::{best_path, compare, Candidate, Options};
+use ribshard_rib::{best_path, compare, multipath_equal, Candidate, Multipath, Options};
 use std::cmp::Ordering;
 
 fn base() -> Candidate {
@@ -48,11 +48,54 @@ fn options() -> impl Strategy<Value = Options> {
     (any::<bool>(), any::<bool>()).prop_map(|(a, e)| Options {
         always_compare_med: a,
         external_router_id: e,
+        multipath: None,
     })
 }
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// Multipath: no path in the best path's equal-cost set is better than the best before
+    /// the tie-breakers, the set is the same whatever the order paths came in, and
+    /// `multiple-as` only ever adds to it.
+    #[test]
+    fn multipath_set_is_equal_cost_and_order_free(
+        mut paths in prop::collection::vec(candidate(), 1..10), o in options(), seed in any::<u64>()
+    ) {
+        let set = |paths: &[Candidate], multiple_as: bool| -> Vec<(u128, u32)> {
+            let b = best_path(paths, &o).unwrap();
+            let best = paths[b];
+            let mut v: Vec<(u128, u32)> = paths
+                .iter()
+                .filter(|p| multipath_equal(&best, p, Multipath { multiple_as }, &o))
+                .map(|p| (p.peer_address, p.arrival))
+                .collect();
+            v.sort();
+            v
+        };
+        let b = best_path(&paths, &o).unwrap();
+        let best = paths[b];
+        for m in [false, true] {
+            let mp = Multipath { multiple_as: m };
+            prop_assert!(multipath_equal(&best, &best, mp, &o), "the best path is in its set");
+            for p in paths.iter().filter(|p| multipath_equal(&best, p, mp, &o)) {
+                prop_assert_eq!(
+                    (p.local_pref, p.as_path_len, p.origin, p.ebgp, p.igp_cost),
+                    (best.local_pref, best.as_path_len, best.origin, best.ebgp, best.igp_cost)
+                );
+                if !m {
+                    prop_assert_eq!(p.neighbor_as, best.neighbor_as);
+                }
+            }
+        }
+        let (single, multi) = (set(&paths, false), set(&paths, true));
+        prop_assert!(single.iter().all(|x| multi.contains(x)));
+        // Another arrival order: the same sets (the best path is order-free too).
+        let n = paths.len();
+        paths.rotate_left((seed as usize) % n);
+        prop_assert_eq!(set(&paths, false), single);
+        prop_assert_eq!(set(&paths, true), multi);
+    }
 
     /// Antisymmetric, transitive, and total: equal only for identical keys.
     #[test]

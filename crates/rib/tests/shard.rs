@@ -2,7 +2,9 @@
 //! against a straightforward model on random sequences of events.
 
 use proptest::prelude::*;
-use ribshard_rib::{best_path, Candidate, LoopChecks, Options, PeerInfo, RouteAttrs, Shard};
+use ribshard_rib::{
+    best_path, Candidate, LoopChecks, Multipath, Options, PeerInfo, RouteAttrs, Shard,
+};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{Nlri, Origin, Prefix};
 use std::collections::BTreeMap;
@@ -247,4 +249,39 @@ fn changes_carry_the_old_best() {
     assert!(c[1].best.is_none());
     assert_eq!(s.paths(), 1);
     assert_eq!(s.prefixes(), 1);
+}
+
+#[test]
+fn multipath_keeps_the_equal_cost_set() {
+    // Peers 0 and 1 in AS 65001 and 65002 (first AS of their paths), 2 in AS 65001 too with
+    // a longer path, 3 in AS 65001 with a MED.
+    let single = Options {
+        multipath: Some(Multipath { multiple_as: false }),
+        ..Options::default()
+    };
+    let multiple = Options {
+        multipath: Some(Multipath { multiple_as: true }),
+        ..Options::default()
+    };
+    for (o, want) in [
+        (Options::default(), vec![0]),
+        (single, vec![0, 4]),
+        (multiple, vec![0, 1, 4]),
+    ] {
+        let mut s = Shard::new(o);
+        for i in 0..5 {
+            s.set_peer(i, peer(i, true));
+        }
+        s.announce(0, &attrs(&[65001, 7], None, None), [Nlri::new(p(1))]);
+        s.announce(1, &attrs(&[65002, 7], None, None), [Nlri::new(p(1))]);
+        s.announce(2, &attrs(&[65001, 7, 8], None, None), [Nlri::new(p(1))]);
+        s.announce(3, &attrs(&[65001, 7], None, Some(20)), [Nlri::new(p(1))]);
+        s.announce(4, &attrs(&[65001, 9], None, None), [Nlri::new(p(1))]);
+        s.drain_changes();
+        let set: Vec<u32> = s.multipath(&p(1)).iter().map(|x| x.peer).collect();
+        assert_eq!(set, want, "{o:?}");
+        assert_eq!(s.multipath_prefixes(), usize::from(want.len() > 1), "{o:?}");
+        // The best path alone is reported for advertisement.
+        assert_eq!(s.reported(&p(1)).map(|x| x.peer), Some(0));
+    }
 }

@@ -76,6 +76,8 @@ pub struct Config {
     pub router_id: Ipv4Addr,
     pub listen: Vec<SocketAddr>,
     pub threading: Threading,
+    /// The decision process's options (Junos `path-selection` and `multipath`).
+    pub path_selection: ribshard_rib::Options,
     pub peers: Vec<Peer>,
 }
 
@@ -338,6 +340,16 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
         );
     }
 
+    let defaults = ribshard_rib::Options::default();
+    let ps = bgp.path_selection.clone().unwrap_or_default();
+    let path_selection = ribshard_rib::Options {
+        always_compare_med: ps.always_compare_med.unwrap_or(defaults.always_compare_med),
+        external_router_id: ps.external_router_id.unwrap_or(defaults.external_router_id),
+        multipath: bgp.multipath.as_ref().map(|m| ribshard_rib::Multipath {
+            multiple_as: m.multiple_as.unwrap_or(false),
+        }),
+    };
+
     let mut peers = Vec::new();
     let mut group_names: HashMap<String, String> = HashMap::new();
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
@@ -507,6 +519,7 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
             router_id,
             listen,
             threading,
+            path_selection,
             peers,
         })
     } else {

@@ -71,8 +71,25 @@ with_peer_settings! {
         listen: Option<Vec<SocketAddr>>,
         rib_sharding: Option<RibSharding>,
         update_threading: Option<UpdateThreading>,
+        path_selection: Option<PathSelection>,
+        multipath: Option<Multipath>,
         group: Option<Vec<Group>>,
     }
+}
+
+/// Junos `path-selection`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct PathSelection {
+    pub always_compare_med: Option<bool>,
+    pub external_router_id: Option<bool>,
+}
+
+/// Junos `multipath`: present, it turns load sharing on.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Multipath {
+    pub multiple_as: Option<bool>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

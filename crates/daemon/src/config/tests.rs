@@ -28,6 +28,11 @@ fn the_example_loads() {
             write_queue_high_water: 16 << 20,
         }
     );
+    assert_eq!(
+        c.path_selection.multipath,
+        Some(ribshard_rib::Multipath { multiple_as: true })
+    );
+    assert!(c.path_selection.external_router_id && !c.path_selection.always_compare_med);
     let p = &c.peers[0];
     assert_eq!(
         (p.port, p.authentication_key.as_deref()),
@@ -83,6 +88,11 @@ fn defaults() {
     assert_eq!(i.import, ["accept"]);
     assert_eq!(e.families, [Family::Ipv4Unicast, Family::Ipv6Unicast]);
     assert_eq!(c.listen.len(), 2);
+    assert_eq!(c.path_selection, ribshard_rib::Options::default());
+    assert_eq!(
+        c.path_selection.multipath, None,
+        "no load sharing unless asked"
+    );
     let cpus = std::thread::available_parallelism().unwrap().get() as u32;
     assert_eq!(
         c.threading,

@@ -170,6 +170,8 @@ pub struct ShardStats {
     pub shard: usize,
     pub prefixes: usize,
     pub paths: usize,
+    /// Prefixes whose equal-cost set (`multipath`) holds more than one path.
+    pub multipath_prefixes: usize,
     pub queue_high_water: usize,
     pub batches: u64,
     pub changes: u64,

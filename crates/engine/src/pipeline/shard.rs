@@ -178,6 +178,7 @@ impl ShardWorker {
             ToShard::Stats(reply) => {
                 self.stats.prefixes = self.shard.prefixes();
                 self.stats.paths = self.shard.paths();
+                self.stats.multipath_prefixes = self.shard.multipath_prefixes();
                 self.stats.cpu_seconds = thread_cpu_seconds();
                 let _ = reply.send(self.stats.clone());
             }
