@@ -384,18 +384,29 @@ impl UpdateGroup {
         }
     }
 
-    /// Part of a shard's table dump for one member.
-    pub fn dump(&mut self, member: MemberId, token: u64, entries: &[Entry]) {
-        if self.find(member, token).is_some() {
-            if entries.iter().any(|e| is_own(e, member)) {
+    /// Part of a shard's table dump for these members (each with its token; those no longer
+    /// dumping under it are skipped): encoded once for all of them, except that a member
+    /// gets its own encoding without the paths it is the source of.
+    pub fn dump(&mut self, members: &[(MemberId, u64)], entries: &[Entry]) {
+        let targets: Vec<MemberId> = members
+            .iter()
+            .filter(|(m, t)| self.find(*m, *t).is_some())
+            .map(|(m, _)| *m)
+            .collect();
+        let mut shared: Option<Option<Bytes>> = None;
+        for member in targets {
+            let bytes = if entries.iter().any(|e| is_own(e, member)) {
                 let mine: Vec<Entry> = entries
                     .iter()
                     .filter(|e| !is_own(e, member))
                     .cloned()
                     .collect();
-                self.send_to(member, &mine);
+                self.encode(&mine)
             } else {
-                self.send_to(member, entries);
+                shared.get_or_insert_with(|| self.encode(entries)).clone()
+            };
+            if let (Some(b), Some(m)) = (bytes, self.members.iter_mut().find(|m| m.id == member)) {
+                send(m, b);
             }
         }
     }

@@ -573,3 +573,62 @@ fn late_peer_routes_reach_earlier_member() {
         p.stop();
     }
 }
+
+/// Members of one group that come up together share one table dump (one walk, one encoding
+/// per batch); each ends with exactly the table of a member that followed the live stream.
+#[test]
+fn members_joining_together_get_the_whole_table() {
+    for (shards, uts) in [(1, 0), (2, 2)] {
+        let p = start(shards, uts);
+        let mut pool = Pool(HashMap::new());
+        let member = |peer: u32| PeerInfo {
+            ebgp: true,
+            router_id: 0x0a00_0100 + peer,
+            address: u128::from(0x7f00_0100 + peer),
+            local_as: LOCAL_AS,
+            peer_as: 65010,
+            import_accept: true,
+            rr_cluster: None,
+            rs_client: false,
+        };
+        let join = |p: &Pipeline, peer: u32, sink: &TestSink| {
+            let id = MemberId { peer, epoch: 1 };
+            send_all(
+                p,
+                p.peer_up(
+                    peer,
+                    member(peer),
+                    Some((spec(0), id, Box::new(sink.clone()))),
+                )
+                .0,
+            );
+        };
+        let live = TestSink::new();
+        join(&p, 20, &live);
+        for peer in 0..3u32 {
+            send_all(&p, p.peer_up(peer, upstream(peer), None).0);
+            let mut b = Batcher::new(peer, p.config.shards);
+            for i in (peer as u8..64).step_by(2) {
+                let f = prefix(i).family();
+                b.announce(&pool.get(peer, i % 3, f), Nlri::new(prefix(i)));
+            }
+            flush(&p, &mut b);
+        }
+        p.barrier();
+        let together: Vec<TestSink> = (21..25u32)
+            .map(|peer| {
+                let s = TestSink::new();
+                join(&p, peer, &s);
+                s
+            })
+            .collect();
+        p.barrier();
+        let want = member_table(&live.bytes.lock().unwrap(), &params());
+        assert_eq!(want.len(), 64, "{shards}/{uts}");
+        for s in &together {
+            let got = member_table(&s.bytes.lock().unwrap(), &params());
+            assert_eq!(got, want, "{shards}/{uts}");
+        }
+        p.stop();
+    }
+}

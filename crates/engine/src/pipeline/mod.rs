@@ -137,10 +137,10 @@ pub enum ToUpdate {
         member: MemberId,
         token: u64,
     },
+    /// Part of a table dump, for these members (with their tokens) of the group.
     Dump {
         group: GroupId,
-        member: MemberId,
-        token: u64,
+        members: Vec<(MemberId, u64)>,
         entries: Vec<Entry>,
     },
     DumpEnd {

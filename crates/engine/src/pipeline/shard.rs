@@ -20,8 +20,10 @@ struct GroupState {
 
 struct DumpWalk {
     group: GroupId,
-    member: MemberId,
-    token: u64,
+    /// The members this walk dumps to, with their tokens: several of one group when they
+    /// asked before the walk took its first step (sessions coming up together), so the
+    /// table is walked, and each batch encoded, once for all of them.
+    members: Vec<(MemberId, u64)>,
     prefixes: Vec<Prefix>,
     at: usize,
 }
@@ -220,7 +222,8 @@ impl ShardWorker {
     }
 
     /// A table dump for a member: from now on it follows this shard's live changes; the
-    /// walk sends the Loc-RIB as it stands when each step runs.
+    /// walk sends the Loc-RIB as it stands when each step runs. A member of a group whose
+    /// dump has not taken a step yet joins that walk.
     fn start_dump(&mut self, group: GroupId, member: MemberId, token: u64) {
         let Some(t) = self.groups.get(&group).map(|g| g.update_thread) else {
             return;
@@ -237,11 +240,23 @@ impl ShardWorker {
                 token,
             },
         );
+        // The prefix list is taken again: a prefix that appeared since the walk was queued
+        // reached its earlier members live, but not this one.
+        let prefixes = self.shard.reported_prefixes();
+        if let Some(d) = self
+            .dumps
+            .iter_mut()
+            .find(|d| d.group == group && d.at == 0)
+        {
+            d.members.retain(|(m, _)| *m != member);
+            d.members.push((member, token));
+            d.prefixes = prefixes;
+            return;
+        }
         self.dumps.push_back(DumpWalk {
             group,
-            member,
-            token,
-            prefixes: self.shard.reported_prefixes(),
+            members: vec![(member, token)],
+            prefixes,
             at: 0,
         });
     }
@@ -288,27 +303,28 @@ impl ShardWorker {
         }
         d.at = end;
         let t = self.groups.get(&d.group).map_or(0, |g| g.update_thread);
-        let (group, member, token) = (d.group, d.member, d.token);
+        let group = d.group;
         if !entries.is_empty() {
             self.send_update(
                 t,
                 ToUpdate::Dump {
                     group,
-                    member,
-                    token,
+                    members: d.members.clone(),
                     entries,
                 },
             );
         }
         if d.at >= d.prefixes.len() {
-            self.send_update(
-                t,
-                ToUpdate::DumpEnd {
-                    group,
-                    member,
-                    token,
-                },
-            );
+            for &(member, token) in &d.members {
+                self.send_update(
+                    t,
+                    ToUpdate::DumpEnd {
+                        group,
+                        member,
+                        token,
+                    },
+                );
+            }
         } else {
             self.dumps.push_front(d);
         }

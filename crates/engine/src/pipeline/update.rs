@@ -100,12 +100,11 @@ impl UpdateWorker {
             }
             ToUpdate::Dump {
                 group,
-                member,
-                token,
+                members,
                 entries,
             } => {
                 if let Some(g) = self.groups.get_mut(&group) {
-                    g.dump(member, token, &entries);
+                    g.dump(&members, &entries);
                 }
             }
             ToUpdate::DumpEnd {
