@@ -29,7 +29,9 @@ use ribshard_wire::attr::{self, flags};
 use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
 use ribshard_wire::update::segment;
 use ribshard_wire::{Family, SessionParams};
-use std::collections::HashMap;
+// foldhash (hashbrown's default), as in the shard: keys are our own pointers and encodings,
+// and SipHash showed in profiles of table dumps.
+use hashbrown::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;

@@ -18,6 +18,9 @@ struct GroupState {
     members: usize,
 }
 
+/// How often a tick may sweep the export caches.
+const CACHE_SWEEP: std::time::Duration = std::time::Duration::from_secs(10);
+
 struct DumpWalk {
     group: GroupId,
     /// The members this walk dumps to, with their tokens: several of one group when they
@@ -43,6 +46,8 @@ pub(super) struct ShardWorker {
     out: Out,
     /// Messages handled since changes were last drained.
     since_drain: usize,
+    /// When the export caches were last swept on a tick.
+    last_sweep: std::time::Instant,
     stats: ShardStats,
 }
 
@@ -65,6 +70,7 @@ impl ShardWorker {
             dumps: VecDeque::new(),
             out,
             since_drain: 0,
+            last_sweep: std::time::Instant::now(),
             stats: ShardStats {
                 shard: index,
                 ..ShardStats::default()
@@ -190,9 +196,15 @@ impl ShardWorker {
                         self.start_dump(group, req.member, req.token);
                     }
                 }
-                for g in self.groups.values_mut() {
-                    if g.cache.len() > 4096 {
-                        g.cache.sweep();
+                // Growth sweeps the caches as it goes; this is for memory after a table
+                // shrinks, so it need not run often: a sweep walks a whole cache (a million
+                // entries with a million attribute sets), and every tick cost 5% of the CPU.
+                if self.last_sweep.elapsed() >= CACHE_SWEEP {
+                    self.last_sweep = std::time::Instant::now();
+                    for g in self.groups.values_mut() {
+                        if g.cache.len() > 4096 {
+                            g.cache.sweep();
+                        }
                     }
                 }
             }
