@@ -596,3 +596,54 @@ async fn add_path_receive() {
     }
     panic!("no UPDATE delivered");
 }
+
+/// While a session does not read because what it received cannot be handed on (here the
+/// tap, never read: a stuck MRT writer; in the daemon also full shard queues), the
+/// neighbor's KEEPALIVEs wait in the socket: the hold timer must not expire on a neighbor
+/// that is alive while we are the slow one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hold_timer_waits_while_backpressure_holds_reading() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let peer = IpAddr::from([127, 0, 0, 31]);
+    let (tx, mut rx) = mpsc::channel(1);
+    let s = Sessions::start(vec![settings(peer, 179, 65031)], &[listen], tx)
+        .await
+        .unwrap();
+    let p = RawPeer::connect(peer, listen).await;
+    let mut p = p;
+    p.establish(65031, 3).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state == State::Established)
+            .await
+    );
+    // Enough UPDATEs that the one-message tap is full and the session stops reading.
+    for i in 0..50u32 {
+        p.send(&updates(10, 0x0a00_0000 + (i << 16))).await;
+    }
+    let (sock, _) = p.into_parts();
+    let (_read, mut write) = sock.into_split();
+    let keepalives = tokio::spawn(async move {
+        loop {
+            if write.write_all(&keepalive()).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_secs(1)).await;
+        }
+    });
+    // Twice the hold time without reading anything.
+    tokio::time::sleep(Duration::from_secs(7)).await;
+    let st = s.peers[0].status();
+    assert_eq!(st.state, State::Established, "{:?}", st.last_error);
+    assert_eq!(st.established_transitions, 1);
+    // Reading again, it works through what waited.
+    let mut got = 0;
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(2), rx.recv()).await {
+        if matches!(m, Inbound::Update { .. }) {
+            got += 1;
+        }
+    }
+    assert_eq!(got, 50, "every UPDATE handed on once the tap reads again");
+    assert_eq!(s.peers[0].status().state, State::Established);
+    keepalives.abort();
+}

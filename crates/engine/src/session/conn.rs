@@ -176,6 +176,20 @@ impl Conn {
         self.read.local_addr().ok()
     }
 
+    /// Octets the kernel holds for us, not read yet (FIONREAD).
+    pub(crate) fn unread_bytes(&self) -> usize {
+        use std::os::fd::AsRawFd;
+        let fd = self.read.as_ref().as_raw_fd();
+        let mut n: libc::c_int = 0;
+        // SAFETY: FIONREAD writes one c_int, which we own, for a socket we own.
+        let r = unsafe { libc::ioctl(fd, libc::FIONREAD, &mut n) };
+        if r == 0 {
+            usize::try_from(n).unwrap_or(0)
+        } else {
+            0
+        }
+    }
+
     /// Whether a whole message is already buffered (reading it will not wait).
     pub(crate) fn has_message(&self, max_len: usize) -> bool {
         matches!(frame(&self.buf, max_len), Ok(Some(_)))

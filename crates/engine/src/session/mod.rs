@@ -1317,7 +1317,15 @@ impl Session {
                 false
             }
         };
-        if due(&mut self.timers.hold) {
+        let hold_due = due(&mut self.timers.hold);
+        if hold_due && self.input_waiting() {
+            // We stopped reading (the pipeline or the tap is full: backpressure) and the
+            // neighbor's messages wait in our buffers: it is alive, we are the slow one.
+            // Expiring now would drop a healthy session exactly when we are busiest.
+            let hold = self.negotiated.as_ref().map_or(3, |n| n.hold_time.max(3));
+            debug!(peer = %self.name(), "hold timer restarted: the neighbor's messages wait unread while routing work drains");
+            self.timers.hold = Some(now + Duration::from_secs(u64::from(hold)));
+        } else if hold_due {
             warn!(peer = %self.name(), "hold timer expired");
             self.ending = Ending::Lost;
             self.set_error("hold timer expired".into());
@@ -1335,6 +1343,16 @@ impl Session {
         if due(&mut self.timers.idle_hold) {
             self.event(Event::IdleHoldTimerExpires);
         }
+    }
+
+    /// Whether we are not reading (backpressure: work waits to be handed on) while the
+    /// neighbor's data waits for us, in our buffer or the socket's.
+    fn input_waiting(&self) -> bool {
+        !self.pending.is_empty()
+            && self
+                .conn
+                .as_ref()
+                .is_some_and(|c| c.has_message(self.max_len()) || c.unread_bytes() > 0)
     }
 
     /// RFC 9687: a neighbor that has not taken our data for the send hold time is gone.
