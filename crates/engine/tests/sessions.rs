@@ -647,3 +647,51 @@ async fn hold_timer_waits_while_backpressure_holds_reading() {
     assert_eq!(s.peers[0].status().state, State::Established);
     keepalives.abort();
 }
+
+/// A neighbor that closes and reconnects while its old session's work still waits to be
+/// handed on (the tap is full): the old session ends on the next tick (the socket is in
+/// CLOSE_WAIT), not after its unread UPDATEs, and the new one comes up at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconnect_is_not_held_back_by_pending_work() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let peer = IpAddr::from([127, 0, 0, 32]);
+    let (tx, mut rx) = mpsc::channel(1);
+    let s = Sessions::start(vec![settings(peer, 179, 65032)], &[listen], tx)
+        .await
+        .unwrap();
+    let mut p = RawPeer::connect(peer, listen).await;
+    p.establish(65032, 90).await;
+    for i in 0..50u32 {
+        p.send(&updates(10, 0x0a00_0000 + (i << 16))).await;
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    drop(p);
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(10), |st| st.state != State::Established)
+            .await
+    );
+    let mut p = RawPeer::connect(peer, listen).await;
+    // establish() fails (no OPEN back within its time) if the session does not read.
+    p.establish(65032, 90).await;
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.state == State::Established
+                && st.established_transitions == 2)
+            .await
+    );
+    // What the first session had read reaches the tap (what it had not read went with it);
+    // then the new session's UPDATEs flow.
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(1), rx.recv()).await {}
+    p.send(&updates(5, 0x0b00_0000)).await;
+    let next = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match rx.recv().await {
+                Some(Inbound::Update { .. }) | None => return,
+                Some(_) => {}
+            }
+        }
+    })
+    .await;
+    assert!(next.is_ok(), "no UPDATE from the new session");
+}

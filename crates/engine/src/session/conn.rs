@@ -190,6 +190,29 @@ impl Conn {
         }
     }
 
+    /// Whether the neighbor has closed its side (FIN or RST), whatever is still unread:
+    /// the socket's TCP state is CLOSE_WAIT or CLOSE.
+    pub(crate) fn peer_closed(&self) -> bool {
+        use std::os::fd::AsRawFd;
+        const TCP_CLOSE: u8 = 7;
+        const TCP_CLOSE_WAIT: u8 = 8;
+        let fd = self.read.as_ref().as_raw_fd();
+        // SAFETY: tcp_info is plain data; getsockopt writes at most `len` octets of it.
+        let mut info: libc::tcp_info = unsafe { std::mem::zeroed() };
+        let mut len = std::mem::size_of::<libc::tcp_info>() as libc::socklen_t;
+        // SAFETY: a socket we own, and a buffer of `len` octets we own.
+        let r = unsafe {
+            libc::getsockopt(
+                fd,
+                libc::IPPROTO_TCP,
+                libc::TCP_INFO,
+                (&mut info as *mut libc::tcp_info).cast(),
+                &mut len,
+            )
+        };
+        r == 0 && matches!(info.tcpi_state, TCP_CLOSE | TCP_CLOSE_WAIT)
+    }
+
     /// Whether a whole message is already buffered (reading it will not wait).
     pub(crate) fn has_message(&self, max_len: usize) -> bool {
         matches!(frame(&self.buf, max_len), Ok(Some(_)))

@@ -455,7 +455,12 @@ impl Session {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
-            let reading = self.conn.is_some() && self.pending.is_empty();
+            // Backpressure: an Established session reads no more UPDATEs while what it
+            // received waits to be handed on. A session being set up reads on: OPEN and
+            // KEEPALIVE add nothing to hand on, and a neighbor reconnecting while its old
+            // session's routes are still being removed must not wait for that to come up.
+            let reading = self.conn.is_some()
+                && (self.pending.is_empty() || self.fsm.state() != State::Established);
             let has_pending = !self.pending.is_empty();
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
@@ -534,7 +539,10 @@ impl Session {
                     self.timers_expired();
                     self.stale_expired();
                 }
-                Wake::Tick => self.check_send_hold(),
+                Wake::Tick => {
+                    self.check_send_hold();
+                    self.check_closed_while_paused();
+                }
             }
         }
     }
@@ -1353,6 +1361,19 @@ impl Session {
                 .conn
                 .as_ref()
                 .is_some_and(|c| c.has_message(self.max_len()) || c.unread_bytes() > 0)
+    }
+
+    /// A session that does not read (backpressure) would see the neighbor close only after
+    /// working through everything it sent before: routes of a session that is over. The
+    /// socket's TCP state tells it sooner; what was not read yet is dropped with the session.
+    fn check_closed_while_paused(&mut self) {
+        if self.pending.is_empty() || self.fsm.state() != State::Established {
+            return;
+        }
+        if self.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+            info!(peer = %self.name(), "the neighbor closed the connection while its UPDATEs waited to be read");
+            self.received(Err(ReadError::Closed(None)));
+        }
     }
 
     /// RFC 9687: a neighbor that has not taken our data for the send hold time is gone.
