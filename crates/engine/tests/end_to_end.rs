@@ -5,57 +5,31 @@
 
 mod common;
 
+use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
-use ribshard_engine::negotiate::Routing;
 use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
 use ribshard_rib::{LoopChecks, Options, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, SessionParams, UpdateBuilder};
+use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
 const LOCAL_AS: u32 = 65050;
 
-fn params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
-
 fn peer(addr: [u8; 4], asn: u32, downstream: bool) -> PeerSettings {
-    PeerSettings {
-        address: IpAddr::from(addr),
-        port: 179,
-        local_address: None,
-        local_as: LOCAL_AS,
-        peer_as: asn,
-        router_id: Ipv4Addr::new(127, 0, 0, 50),
-        internal: false,
-        hold_time: 30,
-        connect_retry_time: 1,
-        send_hold_time: 480,
-        passive: true,
-        authentication_key: None,
-        ttl_security: None,
-        multihop: true,
-        families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
-        prefix_limits: [None, None],
-        role: None,
-        add_path_receive: false,
-        add_path_send: false,
-        description: format!("AS{asn}"),
-        routing: Routing {
-            group: if downstream { "down" } else { "up" }.into(),
-            import_accept: true,
-            export_accept: downstream,
-            ..Routing::default()
-        },
-    }
+    let mut p = ebgp_peer(
+        addr,
+        asn,
+        LOCAL_AS,
+        Ipv4Addr::new(127, 0, 0, 50),
+        downstream,
+    );
+    p.hold_time = 30;
+    p
 }
 
 const UPSTREAM: [([u8; 4], u32); 3] = [

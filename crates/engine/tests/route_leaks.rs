@@ -5,14 +5,14 @@
 
 mod common;
 
+use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
-use ribshard_engine::negotiate::Routing;
 use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_rib::Options;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::{role, Capability};
-use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, SessionParams, UpdateBuilder};
+use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -25,42 +25,19 @@ const PEER: ([u8; 4], u32, u8) = ([127, 0, 0, 93], 65093, role::PEER);
 /// Another customer, that receives.
 const DOWN: ([u8; 4], u32, u8) = ([127, 0, 0, 94], 65094, role::PROVIDER);
 
-fn params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
-
 fn settings((addr, asn, ours): ([u8; 4], u32, u8), downstream: bool) -> PeerSettings {
-    PeerSettings {
-        address: IpAddr::from(addr),
-        port: 179,
-        local_address: None,
-        local_as: LOCAL_AS,
-        peer_as: asn,
-        router_id: Ipv4Addr::new(127, 0, 0, 90),
-        internal: false,
-        hold_time: 90,
-        connect_retry_time: 1,
-        send_hold_time: 480,
-        passive: true,
-        authentication_key: None,
-        ttl_security: None,
-        multihop: true,
-        families: vec![Family::Ipv4Unicast],
-        prefix_limits: [None, None],
-        role: Some(ours),
-        add_path_receive: false,
-        add_path_send: false,
-        description: format!("AS{asn}"),
-        routing: Routing {
-            group: format!("AS{asn}"),
-            import_accept: true,
-            export_accept: downstream,
-            ..Routing::default()
-        },
-    }
+    let mut p = ebgp_peer(
+        addr,
+        asn,
+        LOCAL_AS,
+        Ipv4Addr::new(127, 0, 0, 90),
+        downstream,
+    );
+    p.families = vec![Family::Ipv4Unicast];
+    p.role = Some(ours);
+    // One configured group per neighbor: each its own role.
+    p.routing.group = format!("AS{asn}");
+    p
 }
 
 /// The role the neighbor takes towards us, for its OPEN.

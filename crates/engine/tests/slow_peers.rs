@@ -9,18 +9,16 @@
 
 mod common;
 
+use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_adjout::{MemberStats, WriteQueueLimits};
-use ribshard_engine::negotiate::Routing;
 use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
 use ribshard_rib::Options;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{
-    decode, keepalive, Family, Message, Nlri, Origin, Prefix, SessionParams, UpdateBuilder,
-};
+use ribshard_wire::{decode, keepalive, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -39,42 +37,16 @@ const RCVBUF: u32 = 4096;
 /// a reader in a debug build falls behind by.
 const HIGH_WATER: usize = 2 << 20;
 
-fn params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
-
 fn peer(addr: [u8; 4], asn: u32, downstream: bool) -> PeerSettings {
-    PeerSettings {
-        address: IpAddr::from(addr),
-        port: 179,
-        local_address: None,
-        local_as: LOCAL_AS,
-        peer_as: asn,
-        router_id: Ipv4Addr::new(127, 0, 0, 70),
-        internal: false,
-        hold_time: 90,
-        connect_retry_time: 1,
-        send_hold_time: 480,
-        passive: true,
-        authentication_key: None,
-        ttl_security: None,
-        multihop: true,
-        families: vec![Family::Ipv4Unicast],
-        prefix_limits: [None, None],
-        role: None,
-        add_path_receive: false,
-        add_path_send: false,
-        description: format!("AS{asn}"),
-        routing: Routing {
-            group: if downstream { "down" } else { "up" }.into(),
-            import_accept: true,
-            export_accept: downstream,
-            ..Routing::default()
-        },
-    }
+    let mut p = ebgp_peer(
+        addr,
+        asn,
+        LOCAL_AS,
+        Ipv4Addr::new(127, 0, 0, 70),
+        downstream,
+    );
+    p.families = vec![Family::Ipv4Unicast];
+    p
 }
 
 fn prefix(i: u32) -> Prefix {

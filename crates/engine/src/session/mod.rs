@@ -880,7 +880,12 @@ impl Session {
             prefix: n.prefix.masked(),
             ..n
         };
-        for n in parsed.withdrawn_all() {
+        // A withdrawal (or an announcement that is a route leak): out of the Adj-RIB-In
+        // index, no longer awaited by a refresh, and withdrawn in the pipeline.
+        let unlearn = |n: Nlri,
+                       adj: &mut [HashSet<Nlri>; 2],
+                       refreshing: &mut [Option<HashSet<Nlri>>; 2],
+                       b: Option<&mut Batcher>| {
             let f = n.prefix.family().index();
             if let Some(set) = adj.get_mut(f) {
                 set.remove(&index_key(n));
@@ -888,9 +893,12 @@ impl Session {
             if let Some(Some(set)) = refreshing.get_mut(f) {
                 set.remove(&index_key(n));
             }
-            if let Some((b, _)) = pipe.as_mut() {
+            if let Some(b) = b {
                 b.withdraw(n);
             }
+        };
+        for n in parsed.withdrawn_all() {
+            unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
         }
         if parsed.treat_as_withdraw.is_none() {
             // The NLRI field (next hop in NEXT_HOP), then MP_REACH_NLRI (its own next hop).
@@ -910,15 +918,7 @@ impl Session {
                     let f = n.prefix.family().index();
                     if leak {
                         // Ineligible: as if withdrawn, replacing what the peer sent before.
-                        if let Some(set) = adj.get_mut(f) {
-                            set.remove(&index_key(n));
-                        }
-                        if let Some(Some(set)) = refreshing.get_mut(f) {
-                            set.remove(&index_key(n));
-                        }
-                        if let Some((b, _)) = pipe.as_mut() {
-                            b.withdraw(n);
-                        }
+                        unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
                         continue;
                     }
                     if let Some(set) = adj.get_mut(f) {

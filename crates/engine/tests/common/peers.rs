@@ -1,0 +1,55 @@
+//! Settings of the scripted peers the socket tests configure, and the session parameters
+//! they speak with.
+#![allow(dead_code)]
+
+use ribshard_engine::negotiate::Routing;
+use ribshard_engine::PeerSettings;
+use ribshard_wire::{Family, SessionParams};
+use std::net::{IpAddr, Ipv4Addr};
+
+/// 4-octet AS, no extended messages, no Add-Path: what the scripted peers negotiate.
+pub fn params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+/// An eBGP neighbor at `addr` in `asn`, passive, multihop, both families, hold time 90 s;
+/// in configured group "down" (advertised to) or "up" (learned from, advertised nothing).
+pub fn ebgp_peer(
+    addr: [u8; 4],
+    asn: u32,
+    local_as: u32,
+    router_id: Ipv4Addr,
+    downstream: bool,
+) -> PeerSettings {
+    PeerSettings {
+        address: IpAddr::from(addr),
+        port: 179,
+        local_address: None,
+        local_as,
+        peer_as: asn,
+        router_id,
+        internal: false,
+        hold_time: 90,
+        connect_retry_time: 1,
+        send_hold_time: 480,
+        passive: true,
+        authentication_key: None,
+        ttl_security: None,
+        multihop: true,
+        families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
+        prefix_limits: [None, None],
+        role: None,
+        add_path_receive: false,
+        add_path_send: false,
+        description: format!("AS{asn}"),
+        routing: Routing {
+            group: if downstream { "down" } else { "up" }.into(),
+            import_accept: true,
+            export_accept: downstream,
+            ..Routing::default()
+        },
+    }
+}
