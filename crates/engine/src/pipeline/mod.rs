@@ -555,6 +555,14 @@ impl Pipeline {
     }
 }
 
+impl Drop for Pipeline {
+    /// Without [`Pipeline::stop`], the threads end as they did before the ticker: when the
+    /// last sender goes. The ticker holds senders, so it must end first.
+    fn drop(&mut self) {
+        self.stopping.store(true, Ordering::Relaxed);
+    }
+}
+
 fn tick(shards: &[mpsc::Sender<ToShard>], updates: &[mpsc::Sender<ToUpdate>]) {
     // A full queue means the thread is busy and will look at its members soon anyway.
     for s in shards {

@@ -816,11 +816,15 @@ impl Session {
             }
             RouteRefresh::EORR if enhanced => {
                 // What was not sent again since the BoRR goes (RFC 7313 section 4). An EoRR
-                // without a BoRR finds nothing stale.
+                // without a BoRR purges nothing (stale paths of a graceful restart wait for
+                // the End-of-RIB).
                 let f = family.index();
-                let left = self.refreshing.get_mut(f).and_then(Option::take);
-                debug!(peer = %self.name(), %family, purged = left.as_ref().map_or(0, HashSet::len), "EoRR");
-                if let (Some(left), Some(adj)) = (left, self.adj_rib_in.get_mut(f)) {
+                let Some(left) = self.refreshing.get_mut(f).and_then(Option::take) else {
+                    debug!(peer = %self.name(), %family, "EoRR without BoRR: ignored");
+                    return;
+                };
+                debug!(peer = %self.name(), %family, purged = left.len(), "EoRR");
+                if let Some(adj) = self.adj_rib_in.get_mut(f) {
                     for n in left {
                         adj.remove(&n);
                     }
