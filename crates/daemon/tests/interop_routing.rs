@@ -1,7 +1,8 @@
 //! Routes through ribshard between real daemons on loopback: route reflection between BIRD
 //! and FRR clients (iBGP), eBGP transit between GoBGP and OpenBGPD (IPv4 and IPv6), between
-//! GoBGP and BIRD and between two ExaBGPs (ExaBGP as the receiver), and a transparent route
-//! server between two BIRDs and GoBGP. Attributes are checked at the far side. Skips (saying
+//! GoBGP and BIRD and between two ExaBGPs (ExaBGP as the receiver), a transparent route
+//! server between two BIRDs and GoBGP, and BGP roles (RFC 9234) between a BIRD provider and a
+//! BIRD customer. Attributes are checked at the far side. Skips (saying
 //! so) where a daemon is not installed; `scripts/test` installs them.
 
 mod common;
@@ -731,4 +732,75 @@ fn ebgp_transit_between_two_exabgps() {
         std::fs::read_to_string(&received).unwrap_or_default(),
         log_of(&dir)
     );
+}
+
+/// BGP roles (RFC 9234) with BIRD on both sides: ribshard is the customer of one BIRD and the
+/// provider of another, the roles are checked at OPEN by all three, and the Only to Customer
+/// attribute is as section 5 says: the provider's route reaches the customer with the
+/// provider's AS as OTC, and the customer's route reaches the provider without OTC.
+#[test]
+fn bgp_roles_between_bird_provider_and_customer() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("roles");
+    let (port_r, port_p, port_c) = (28011, 28012, 28013);
+    let (_rs, _) = ribshard(
+        &dir,
+        &ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "provider",
+                    "external",
+                    Some(65041),
+                    "role = \"customer\"\n",
+                    &[("127.0.0.41", port_p)],
+                ),
+                ribshard_group(
+                    "customer",
+                    "external",
+                    Some(65045),
+                    "role = \"provider\"\n",
+                    &[("127.0.0.45", port_c)],
+                ),
+            ],
+        ),
+    );
+    let mut birds = Vec::new();
+    for (addr, asn, port, route, role) in [
+        ("127.0.0.41", 65041, port_p, "203.0.113.0/24", "provider"),
+        ("127.0.0.45", 65045, port_c, "198.18.0.0/15", "customer"),
+    ] {
+        let d = dir.join(format!("bird{asn}"));
+        std::fs::create_dir_all(&d).unwrap();
+        let conf = bird_peer(addr, asn, port, 65040, port_r, &[route]).replace(
+            "strict bind on;",
+            &format!("strict bind on; local role {role}; require roles;"),
+        );
+        birds.push(Bird::start(&d, &conf));
+    }
+    let at = |b: &Bird, p: &str| b.cmd(&format!("show route all {p}"));
+    // The provider's route at the customer: OTC = the provider's AS (added by the provider,
+    // or by ribshard on ingress if it were missing), kept towards a customer.
+    assert!(
+        wait(40, || at(&birds[1], "203.0.113.0/24")
+            .contains("BGP.as_path: 65040 65041")),
+        "{}\n{}\n{}",
+        at(&birds[1], "203.0.113.0/24"),
+        birds[1].cmd("show protocols all ribsh"),
+        log_of(&dir)
+    );
+    let c = at(&birds[1], "203.0.113.0/24");
+    assert!(c.contains("BGP.otc: 65041"), "{c}");
+    // The customer's route at the provider, without OTC.
+    assert!(
+        wait(40, || at(&birds[0], "198.18.0.0/15")
+            .contains("BGP.as_path: 65040 65045")),
+        "{}\n{}",
+        at(&birds[0], "198.18.0.0/15"),
+        log_of(&dir)
+    );
+    let p = at(&birds[0], "198.18.0.0/15");
+    assert!(!p.contains("BGP.otc"), "{p}");
 }
