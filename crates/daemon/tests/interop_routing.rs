@@ -107,8 +107,9 @@ fn frr(dir: &Path, conf: &str, port: u16) -> (Proc, impl Fn(&str) -> String) {
     (Proc(p), vtysh)
 }
 
-/// Has GoBGP originate a route once its session with ribshard is up (its API can lose a
-/// request made while it starts, so the route is added until its RIB shows it).
+/// Has GoBGP originate a route (IPv4 or IPv6, with a non-loopback next hop) once its
+/// session with ribshard is up (its API can lose a request made while it starts, so the
+/// route is added until its RIB shows it).
 fn gobgp_originate(g: &GoBgp, dir: &Path, p: &str, attrs: &[&str]) {
     assert!(
         wait(30, || g.cli(&["neighbor"]).contains("Establ")),
@@ -116,25 +117,20 @@ fn gobgp_originate(g: &GoBgp, dir: &Path, p: &str, attrs: &[&str]) {
         g.cli(&["neighbor"]),
         log_of(dir)
     );
-    let mut add = vec![
-        "global",
-        "rib",
-        "add",
-        "-a",
-        "ipv4",
-        p,
-        "nexthop",
-        "198.51.100.42",
-    ];
+    let (afi, nh) = if p.contains(':') {
+        ("ipv6", "2001:db8::42")
+    } else {
+        ("ipv4", "198.51.100.42")
+    };
+    let mut add = vec!["global", "rib", "add", "-a", afi, p, "nexthop", nh];
     add.extend_from_slice(attrs);
     assert!(
         wait(10, || {
             g.cli(&add);
-            g.cli(&["global", "rib", "-a", "ipv4", p])
-                .contains("198.51.100.42")
+            g.cli(&["global", "rib", "-a", afi, p]).contains(nh)
         }),
         "{}",
-        g.cli(&["global", "rib", "-a", "ipv4"])
+        g.cli(&["global", "rib", "-a", afi])
     );
 }
 
@@ -527,26 +523,7 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
 
     // IPv6 unicast over the same IPv4 sessions, both ways.
     let v6 = "2001:db8:42::/48";
-    assert!(
-        wait(10, || {
-            g.cli(&[
-                "global",
-                "rib",
-                "add",
-                "-a",
-                "ipv6",
-                v6,
-                "nexthop",
-                "2001:db8::42",
-                "community",
-                "65042:600",
-            ]);
-            g.cli(&["global", "rib", "-a", "ipv6", v6])
-                .contains("2001:db8::42")
-        }),
-        "{}",
-        g.cli(&["global", "rib", "-a", "ipv6"])
-    );
+    gobgp_originate(&g, &dir, v6, &["community", "65042:600"]);
     let at_openbgpd6 = || bgpctl(&["show", "rib", "detail", v6]);
     assert!(
         wait(30, || at_openbgpd6().contains("65040 65042")),

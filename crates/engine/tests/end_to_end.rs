@@ -5,13 +5,13 @@
 
 mod common;
 
+use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
-use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
-use ribshard_engine::{PeerSettings, Sessions};
+use ribshard_engine::PeerSettings;
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
-use ribshard_rib::{LoopChecks, Options, RouteAttrs};
+use ribshard_rib::{LoopChecks, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::BTreeMap;
@@ -93,21 +93,14 @@ async fn table(p: &mut RawPeer) -> BTreeMap<Prefix, Vec<u8>> {
 }
 
 async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Prefix, Vec<u8>>> {
-    let pipeline = Pipeline::start(PipelineConfig {
-        shards,
-        update_threads,
-        options: Options::default(),
-        write_queue: Default::default(),
-    });
     let peers: Vec<PeerSettings> = UPSTREAM
         .iter()
         .map(|(a, asn)| peer(*a, *asn, false))
         .chain(DOWNSTREAM.iter().map(|(a, asn)| peer(*a, *asn, true)))
         .collect();
     let listen = SocketAddr::from(([127, 0, 0, 50], port));
-    let sessions = Sessions::start_with(peers, &[listen], None, Some(pipeline.clone()))
-        .await
-        .unwrap();
+    let (pipeline, sessions) =
+        harness::start(shards, update_threads, Default::default(), peers, listen).await;
     let mut down = Vec::new();
     for (a, asn) in DOWNSTREAM {
         let mut p = RawPeer::connect(IpAddr::from(a), listen).await;
@@ -151,12 +144,7 @@ async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Pr
     for p in &mut down {
         tables.push(table(p).await);
     }
-    sessions
-        .shutdown("test over", Duration::from_millis(500))
-        .await;
-    tokio::task::spawn_blocking(move || pipeline.stop())
-        .await
-        .unwrap();
+    harness::stop(pipeline, sessions).await;
     tables
 }
 

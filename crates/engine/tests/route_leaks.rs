@@ -5,11 +5,10 @@
 
 mod common;
 
+use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
-use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
-use ribshard_engine::{PeerSettings, Sessions};
-use ribshard_rib::Options;
+use ribshard_engine::PeerSettings;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::{role, Capability};
 use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
@@ -79,26 +78,14 @@ fn route(asn: u32, i: u8, otc: Option<u32>) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaks_are_ineligible_and_otc_is_set() {
-    let pipeline = Pipeline::start(PipelineConfig {
-        shards: 2,
-        update_threads: 2,
-        options: Options::default(),
-        write_queue: Default::default(),
-    });
     let listen = SocketAddr::from(([127, 0, 0, 90], 28131));
-    let sessions = Sessions::start_with(
-        vec![
-            settings(PROVIDER, false),
-            settings(CUSTOMER, false),
-            settings(PEER, false),
-            settings(DOWN, true),
-        ],
-        &[listen],
-        None,
-        Some(pipeline.clone()),
-    )
-    .await
-    .unwrap();
+    let peers = vec![
+        settings(PROVIDER, false),
+        settings(CUSTOMER, false),
+        settings(PEER, false),
+        settings(DOWN, true),
+    ];
+    let (pipeline, sessions) = harness::start(2, 2, Default::default(), peers, listen).await;
     let connect = |n: ([u8; 4], u32, u8)| async move {
         let mut p = RawPeer::connect(IpAddr::from(n.0), listen).await;
         p.establish_with(n.1, 90, vec![Capability::Role(theirs(n.2))])
@@ -147,10 +134,5 @@ async fn leaks_are_ineligible_and_otc_is_set() {
         1,
         "the customer's leaked routes are not in its Adj-RIB-In count"
     );
-    sessions
-        .shutdown("test over", Duration::from_millis(500))
-        .await;
-    tokio::task::spawn_blocking(move || pipeline.stop())
-        .await
-        .unwrap();
+    harness::stop(pipeline, sessions).await;
 }

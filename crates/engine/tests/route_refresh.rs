@@ -5,12 +5,12 @@
 
 mod common;
 
+use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
-use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
+use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
-use ribshard_rib::Options;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::Capability;
 use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, RouteRefresh, UpdateBuilder};
@@ -95,31 +95,10 @@ async fn read(
 }
 
 async fn start(port: u16) -> (Arc<Pipeline>, Sessions, SocketAddr) {
-    let pipeline = Pipeline::start(PipelineConfig {
-        shards: 2,
-        update_threads: 2,
-        options: Options::default(),
-        write_queue: Default::default(),
-    });
     let listen = SocketAddr::from(([127, 0, 0, 80], port));
-    let sessions = Sessions::start_with(
-        vec![peer(UP.0, UP.1, false), peer(DOWN.0, DOWN.1, true)],
-        &[listen],
-        None,
-        Some(pipeline.clone()),
-    )
-    .await
-    .unwrap();
+    let peers = vec![peer(UP.0, UP.1, false), peer(DOWN.0, DOWN.1, true)];
+    let (pipeline, sessions) = harness::start(2, 2, Default::default(), peers, listen).await;
     (pipeline, sessions, listen)
-}
-
-async fn stop(pipeline: Arc<Pipeline>, sessions: Sessions) {
-    sessions
-        .shutdown("test over", Duration::from_millis(500))
-        .await;
-    tokio::task::spawn_blocking(move || pipeline.stop())
-        .await
-        .unwrap();
 }
 
 fn enhanced() -> Vec<Capability> {
@@ -172,7 +151,7 @@ async fn enhanced_route_refresh_both_ways() {
         "BoRR before the table, EoRR after it"
     );
     assert_eq!(again, table);
-    stop(pipeline, sessions).await;
+    harness::stop(pipeline, sessions).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -198,5 +177,5 @@ async fn markers_without_the_capability_are_ignored() {
     assert_eq!(again.len(), 100);
     assert_eq!(sessions.peers[0].status().prefixes[0], 100);
     assert_eq!(sessions.peers[0].status().state, State::Established);
-    stop(pipeline, sessions).await;
+    harness::stop(pipeline, sessions).await;
 }

@@ -9,14 +9,14 @@
 
 mod common;
 
+use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_adjout::{MemberStats, WriteQueueLimits};
-use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
+use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
-use ribshard_rib::Options;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{decode, keepalive, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::{BTreeMap, BTreeSet};
@@ -134,18 +134,10 @@ async fn start(
     write_queue: WriteQueueLimits,
     port: u16,
 ) -> (Arc<Pipeline>, Sessions, SocketAddr) {
-    let pipeline = Pipeline::start(PipelineConfig {
-        shards: 2,
-        update_threads: 2,
-        options: Options::default(),
-        write_queue,
-    });
     let mut peers = vec![peer(UPSTREAM.0, UPSTREAM.1, false)];
     peers.extend(downstream);
     let listen = SocketAddr::from(([127, 0, 0, 70], port));
-    let sessions = Sessions::start_with(peers, &[listen], None, Some(pipeline.clone()))
-        .await
-        .unwrap();
+    let (pipeline, sessions) = harness::start(2, 2, write_queue, peers, listen).await;
     (pipeline, sessions, listen)
 }
 
@@ -160,15 +152,6 @@ async fn member_stats(p: &Arc<Pipeline>, peer: u32) -> Option<MemberStats> {
         .flat_map(|g| g.members)
         .find(|(id, _)| id.peer == peer)
         .map(|(_, s)| s)
-}
-
-async fn stop(pipeline: Arc<Pipeline>, sessions: Sessions) {
-    sessions
-        .shutdown("test over", Duration::from_millis(500))
-        .await;
-    tokio::task::spawn_blocking(move || pipeline.stop())
-        .await
-        .unwrap();
 }
 
 /// Two members of one update group (same AS, same policy); the second never reads until the
@@ -249,7 +232,7 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
         State::Established,
         "a slow member is split, not dropped"
     );
-    stop(pipeline, sessions).await;
+    harness::stop(pipeline, sessions).await;
 }
 
 /// RFC 9687: a neighbor that sends KEEPALIVEs (so our hold timer never expires) but reads
@@ -328,5 +311,5 @@ async fn send_hold_timer_drops_a_neighbor_that_stops_reading() {
     })
     .await;
     assert!(closed.is_ok(), "connection still open 20 s later");
-    stop(pipeline, sessions).await;
+    harness::stop(pipeline, sessions).await;
 }

@@ -1,3 +1,4 @@
+pub mod harness;
 pub mod peers;
 pub mod rawpeer;
 pub mod realdata;
