@@ -12,7 +12,7 @@
 //! group.
 
 use bytes::Bytes;
-use ribshard_rib::{Exported, GroupSpec};
+use ribshard_rib::{shard_of, Exported, GroupSpec};
 use ribshard_wire::{Family, Nlri, Prefix, RouteRefresh, UpdateBuilder};
 // foldhash (hashbrown's default): keys are our pointers, peers and prefixes; SipHash showed in
 // profiles of the update threads.
@@ -458,6 +458,44 @@ impl UpdateGroup {
             Some(m) => send(m, bytes),
             None => false,
         }
+    }
+
+    /// The number of shards changed (a re-shard, with every shard's changes delivered
+    /// before it). Members in step stay in step: the shards' tables moved whole, so what
+    /// they were sent is still what the shards report. The withdrawals a member missed are
+    /// sorted again by the shard that now owns each prefix. A member whose table dump was
+    /// under way gets a new one from every shard under a new token (the old shards' walks
+    /// are gone); the dump requests to deliver are returned. A split-off member stays split
+    /// off and catches up as usual.
+    pub fn reshard(&mut self, shards: usize) -> Vec<DumpRequest> {
+        let shards = shards.max(1);
+        self.shards = shards;
+        let mut out = Vec::new();
+        for m in &mut self.members {
+            let mut missed = vec![HashSet::new(); shards];
+            for p in m.missed.drain(..).flatten() {
+                if let Some(s) = missed.get_mut(shard_of(&p, shards)) {
+                    s.insert(p);
+                }
+            }
+            m.missed = missed;
+            m.live = vec![m.state == State::InStep; shards];
+            if let State::Dumping { .. } = m.state {
+                let token = self.next_token;
+                self.next_token += 1;
+                m.state = State::Dumping {
+                    token,
+                    remaining: shards,
+                };
+                // An enhanced route refresh still ends with its EoRR, after the new dump.
+                m.eorr = m.eorr.map(|(_, f)| (token, f));
+                out.push(DumpRequest {
+                    member: m.id,
+                    token,
+                });
+            }
+        }
+        out
     }
 
     /// Split members whose queue has drained: each needs a table dump under a new token.

@@ -111,7 +111,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             local_as = config.local_as,
             router_id = %config.router_id,
             neighbors = peers.len(),
-            shards = pipeline.config.shards,
+            shards = pipeline.config().shards,
             update_threads = pc.update_threads,
             "ribshard running"
         );

@@ -73,7 +73,7 @@ fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u
     }
     peers_up(&p, tables);
     let mut batchers: Vec<Batcher> = (0..tables.len())
-        .map(|i| Batcher::new(i as u32, p.config.shards))
+        .map(|i| Batcher::new(i as u32, p.shards()))
         .collect();
     for (i, t) in tables.iter().enumerate() {
         for (n, a) in &t.routes {

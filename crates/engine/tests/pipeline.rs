@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use ribshard_adjout::{MemberId, Sink};
-use ribshard_engine::pipeline::{Batcher, Joined, Pipeline, PipelineConfig, Target};
+use ribshard_engine::pipeline::{Batcher, Joined, Pipeline, PipelineConfig, Routed, Target};
 use ribshard_rib::attrs::normalized_key;
 use ribshard_rib::{GroupKind, GroupSpec, LoopChecks, Options, PeerInfo, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -51,7 +51,7 @@ fn start(shards: usize, update_threads: usize) -> Arc<Pipeline> {
     })
 }
 
-fn send_all(p: &Pipeline, msgs: Vec<Target>) {
+fn send_all<T: Into<Routed>>(p: &Pipeline, msgs: Vec<T>) {
     msgs.into_iter().for_each(|t| p.blocking_send(t));
 }
 
@@ -161,6 +161,10 @@ enum Op {
     FlapMember {
         member: usize,
     },
+    /// Re-shard to one of [`SETTINGS`] with everything up (ignored by the baseline run).
+    Reshard {
+        setting: usize,
+    },
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -170,6 +174,14 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u32..4, prefixes).prop_map(|(peer, prefixes)| Op::Withdraw { peer, prefixes }),
         1 => (0u32..4).prop_map(|peer| Op::Flap { peer }),
         1 => (0usize..MEMBERS.len()).prop_map(|member| Op::FlapMember { member }),
+    ]
+}
+
+/// The operations above and, now and then, a re-shard.
+fn op_or_reshard() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        10 => op(),
+        1 => (0usize..SETTINGS.len()).prop_map(|setting| Op::Reshard { setting }),
     ]
 }
 
@@ -265,7 +277,7 @@ fn member_table(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, Vec<u8
 
 type Outcome = (Vec<(Prefix, u32, Vec<u8>)>, Vec<BTreeMap<Prefix, Vec<u8>>>);
 
-fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
+fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool) -> Outcome {
     let p = start(shards, update_threads);
     for i in 0..4 {
         send_all(&p, p.peer_up(i, upstream(i), None).0);
@@ -316,7 +328,7 @@ fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
                 prefixes,
                 variant,
             } => {
-                let mut b = Batcher::new(*peer, p.config.shards);
+                let mut b = Batcher::new(*peer, p.shards());
                 for &i in prefixes {
                     let pf = prefix(i);
                     b.announce(&pool.get(*peer, *variant, pf.family()), Nlri::new(pf));
@@ -324,7 +336,7 @@ fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
                 flush(&p, &mut b);
             }
             Op::Withdraw { peer, prefixes } => {
-                let mut b = Batcher::new(*peer, p.config.shards);
+                let mut b = Batcher::new(*peer, p.shards());
                 for &i in prefixes {
                     b.withdraw(Nlri::new(prefix(i)));
                 }
@@ -342,6 +354,14 @@ fn run(ops: &[Op], shards: usize, update_threads: usize) -> Outcome {
                     );
                     let epoch = old.epoch + 1;
                     *old = join(*member, epoch);
+                }
+            }
+            Op::Reshard { setting } => {
+                if reshards {
+                    let (s, u) = SETTINGS[*setting];
+                    let r = p.reconfigure(s, u);
+                    let c = p.config();
+                    assert_eq!(r.to, (c.shards, c.update_threads));
                 }
             }
         }
@@ -372,15 +392,36 @@ proptest! {
 
     #[test]
     fn same_result_for_every_thread_setting(ops in prop::collection::vec(op(), 1..60)) {
-        let (rib, tables) = run(&ops, 1, 0);
+        let (rib, tables) = run(&ops, 1, 0, false);
         // The two members of one update group hold the same table.
         prop_assert_eq!(&tables[0], &tables[1]);
         for (s, u) in SETTINGS.into_iter().skip(1) {
-            let (r, t) = run(&ops, s, u);
+            let (r, t) = run(&ops, s, u, false);
             prop_assert_eq!(&r, &rib, "Loc-RIB with {} shards, {} update threads", s, u);
             for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
                 prop_assert_eq!(a, b, "member {} with {} shards, {} update threads", m, s, u);
             }
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(24))]
+
+    /// Re-sharding (both thread counts, up and down, with sessions and members up, table
+    /// dumps under way and walks pending) changes nothing routing does: the same Loc-RIB and
+    /// the same table at every member as the single-threaded mode without re-shards.
+    #[test]
+    fn resharding_midway_changes_nothing(
+        ops in prop::collection::vec(op_or_reshard(), 1..60),
+        first in 0usize..SETTINGS.len(),
+    ) {
+        let (rib, tables) = run(&ops, 1, 0, false);
+        let (s, u) = SETTINGS[first];
+        let (r, t) = run(&ops, s, u, true);
+        prop_assert_eq!(&r, &rib, "Loc-RIB starting with {} shards, {} update threads", s, u);
+        for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
+            prop_assert_eq!(a, b, "member {} starting with {} shards, {} update threads", m, s, u);
         }
     }
 }
@@ -410,7 +451,7 @@ fn export_rules_per_group() {
             variant: 4,
         },
     ];
-    let (rib, t) = run(&ops, 2, 2);
+    let (rib, t) = run(&ops, 2, 2, false);
     // The looping path (our AS in it) is never best.
     assert!(!rib.iter().any(|(p, _, _)| *p == prefix(4)));
     assert_eq!(rib.len(), 4);
@@ -456,7 +497,14 @@ fn export_rules_per_group() {
 /// state, withdrawals included, once it drains.
 #[test]
 fn slow_member_catches_up() {
-    for (shards, uts) in [(1, 0), (2, 2)] {
+    // (shards, update threads) and a re-shard while the member is split off.
+    for (shards, uts, reshard) in [
+        (1, 0, None),
+        (2, 2, None),
+        (1, 0, Some((3, 2))),
+        (2, 2, Some((1, 0))),
+        (4, 3, Some((2, 1))),
+    ] {
         let p = start(shards, uts);
         send_all(&p, p.peer_up(0, upstream(0), None).0);
         let sinks: Vec<TestSink> = (0..2).map(|_| TestSink::new()).collect();
@@ -483,7 +531,7 @@ fn slow_member_catches_up() {
         }
         let mut pool = Pool(HashMap::new());
         let announce = |ps: std::ops::Range<u8>, v: u8, pool: &mut Pool| {
-            let mut b = Batcher::new(0, p.config.shards);
+            let mut b = Batcher::new(0, p.shards());
             for i in ps {
                 b.announce(&pool.get(0, v, prefix(i).family()), Nlri::new(prefix(i)));
             }
@@ -494,7 +542,7 @@ fn slow_member_catches_up() {
         // Member 1 stops reading: its queue is past the high-water mark.
         sinks[1].queued.store(usize::MAX, Ordering::Relaxed);
         announce(0..20, 1, &mut pool);
-        let mut b = Batcher::new(0, p.config.shards);
+        let mut b = Batcher::new(0, p.shards());
         for i in 20..30 {
             b.withdraw(Nlri::new(prefix(i)));
         }
@@ -516,6 +564,22 @@ fn slow_member_catches_up() {
             30,
             "the member in step got everything meanwhile"
         );
+        let fast = match reshard {
+            None => fast,
+            Some((s, u)) => {
+                // Its missed withdrawals now belong to other shards; more go meanwhile.
+                p.reconfigure(s, u);
+                let mut b = p.batcher(0);
+                for i in 30..35 {
+                    b.withdraw(Nlri::new(prefix(i)));
+                }
+                flush(&p, &mut b);
+                p.barrier();
+                let fast = member_table(&sinks[0].bytes.lock().unwrap(), &params());
+                assert_eq!(fast.len(), 25, "in step across the re-shard");
+                fast
+            }
+        };
         // It reads again: the next tick starts its catch-up.
         sinks[1].queued.store(0, Ordering::Relaxed);
         p.tick();
@@ -524,7 +588,7 @@ fn slow_member_catches_up() {
         let caught_up = member_table(&sinks[1].bytes.lock().unwrap(), &params());
         assert_eq!(
             caught_up, fast,
-            "with {shards} shards, {uts} update threads"
+            "with {shards} shards, {uts} update threads, re-shard {reshard:?}"
         );
         p.stop();
     }
@@ -550,7 +614,7 @@ fn late_peer_routes_reach_earlier_member() {
                 )
                 .0,
             );
-            let mut b = Batcher::new(peer, p.config.shards);
+            let mut b = Batcher::new(peer, p.shards());
             b.announce(
                 &pool.get(peer, 0, Family::Ipv4Unicast),
                 Nlri::new(prefix(pf)),
@@ -607,7 +671,7 @@ fn members_joining_together_get_the_whole_table() {
         join(&p, 20, &live);
         for peer in 0..3u32 {
             send_all(&p, p.peer_up(peer, upstream(peer), None).0);
-            let mut b = Batcher::new(peer, p.config.shards);
+            let mut b = Batcher::new(peer, p.shards());
             for i in (peer as u8..64).step_by(2) {
                 let f = prefix(i).family();
                 b.announce(&pool.get(peer, i % 3, f), Nlri::new(prefix(i)));

@@ -63,7 +63,7 @@ fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Vec<(Prefix, 
     peers_up(&p, tables);
     // Both sessions at once, interleaved in batches as two sessions would deliver them.
     let mut batchers: Vec<Batcher> = (0..tables.len())
-        .map(|i| Batcher::new(i as u32, p.config.shards))
+        .map(|i| Batcher::new(i as u32, p.shards()))
         .collect();
     let longest = tables.iter().map(|t| t.routes.len()).max().unwrap_or(0);
     for k in 0..longest {

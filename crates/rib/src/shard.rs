@@ -469,6 +469,36 @@ impl Shard {
             .collect()
     }
 
+    /// Moves every prefix to the shard of `into` that owns it under [`shard_of`] (a re-shard:
+    /// the number of shards changed). A prefix moves whole: its paths, the best path last
+    /// reported and whether it awaits a decision, so nothing is decided or reported again
+    /// because of the move. Peers known here become known there. The receiving shards'
+    /// arrival counters move past every number moved in, so later paths stay younger.
+    pub fn move_into(self, into: &mut [Shard]) {
+        if into.is_empty() {
+            return;
+        }
+        let n = into.len();
+        for to in into.iter_mut() {
+            for (i, info) in self.peers.iter().enumerate() {
+                if *info != PeerInfo::NONE {
+                    to.set_peer(i as PeerIndex, *info);
+                }
+            }
+            to.arrival = to.arrival.max(self.arrival);
+        }
+        for (prefix, d) in self.dests {
+            let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
+                continue;
+            };
+            to.paths += d.paths.iter().filter(|p| !p.gone).count();
+            if d.flags & DIRTY != 0 {
+                to.journal.push(prefix);
+            }
+            to.dests.insert(prefix, d);
+        }
+    }
+
     /// Decides every prefix touched since the last call, once each, and returns those whose
     /// best path changed.
     pub fn drain_changes(&mut self) -> Vec<Change> {

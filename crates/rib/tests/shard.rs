@@ -285,3 +285,55 @@ fn multipath_keeps_the_equal_cost_set() {
         assert_eq!(s.reported(&p(1)).map(|x| x.peer), Some(0));
     }
 }
+
+/// A re-shard moves each prefix whole: its paths, the best path last reported and a pending
+/// decision; nothing is reported again because of the move, and later changes diff against
+/// what was reported before it.
+#[test]
+fn move_into_keeps_reported_state_and_pending_work() {
+    use ribshard_rib::shard_of;
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    s.set_peer(1, peer(1, true));
+    let a = attrs(&[65001, 1], None, None);
+    let b = attrs(&[65002, 1, 2], None, None);
+    for i in 0..100 {
+        s.announce(0, &a, [Nlri::new(p(i))]);
+        s.announce(1, &b, [Nlri::new(p(i))]);
+    }
+    assert_eq!(s.drain_changes().len(), 100);
+    // Ten prefixes lose their best path and are not decided yet when the shard moves.
+    for i in 0..10 {
+        s.withdraw(0, [Nlri::new(p(i))]);
+    }
+    let mut into: Vec<Shard> = (0..3).map(|_| Shard::new(Options::default())).collect();
+    s.move_into(&mut into);
+    assert_eq!(into.iter().map(Shard::prefixes).sum::<usize>(), 100);
+    assert_eq!(into.iter().map(Shard::paths).sum::<usize>(), 190);
+    let mut changes = Vec::new();
+    for (k, t) in into.iter_mut().enumerate() {
+        for i in 0..100 {
+            let owned = shard_of(&p(i), 3) == k;
+            assert_eq!(
+                t.reported(&p(i)).is_some(),
+                owned,
+                "prefix {i} in shard {k}"
+            );
+        }
+        assert_eq!(t.peer(1), peer(1, true), "peers are known everywhere");
+        changes.extend(t.drain_changes());
+    }
+    // Only the ten withdrawn before the move change, from the old best to the other path.
+    assert_eq!(changes.len(), 10);
+    for c in &changes {
+        assert_eq!(c.old.as_ref().map(|o| o.peer), Some(0));
+        assert_eq!(c.best.as_ref().map(|o| o.peer), Some(1));
+    }
+    // A path announced after the move is younger than every path moved in.
+    let t = &mut into[shard_of(&p(50), 3)];
+    let moved = t.reported(&p(50)).map(|b| b.arrival).unwrap();
+    t.announce(0, &b, [Nlri::new(p(50))]);
+    let c = t.drain_changes();
+    assert!(c[0].best.as_ref().unwrap().arrival > moved);
+    assert!(c[0].best.as_ref().unwrap().arrival > 200);
+}

@@ -19,18 +19,28 @@
 //!
 //! With update threading off (`update_threads == 0`) the single shard runs its update groups
 //! itself: the single-threaded baseline.
+//!
+//! Re-sharding ([`Pipeline::reconfigure`]) changes the number of shard and update threads with
+//! every session kept up: sessions pass a gate to hand anything on, the re-shard closes it,
+//! lets everything in flight through (a barrier), takes every shard's table and every update
+//! group from the old threads, moves each prefix whole to its new shard, starts the new threads
+//! and opens the gate. Messages a session built for the old threads are addressed again
+//! ([`Pipeline::retarget`]) as they are delivered; a message for every shard (PeerUp,
+//! PeerDown, ...) is delivered whole inside one pass of the gate, so no re-shard falls between
+//! its parts.
 
 mod shard;
 mod update;
 
-use ribshard_adjout::{Entry, GroupId, MemberId, Sink, WriteQueueLimits};
-use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs};
+use ribshard_adjout::{Entry, GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
+use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs, Shard};
 use ribshard_wire::{Family, Nlri, Prefix};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{mpsc as std_mpsc, Arc, Mutex};
+use std::sync::{mpsc as std_mpsc, Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
-use tokio::sync::mpsc;
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, OwnedRwLockReadGuard};
 
 /// Messages a shard's queue holds; room for this many.
 pub const SHARD_QUEUE: usize = 64;
@@ -105,6 +115,8 @@ pub enum ToShard {
     LocRib(std_mpsc::Sender<Vec<(Prefix, Path)>>),
     Stats(std_mpsc::Sender<ShardStats>),
     Tick,
+    /// Hand the table over and end (a re-shard; see [`Pipeline::reconfigure`]).
+    Surrender(std_mpsc::Sender<Handover>),
     Stop,
 }
 
@@ -151,7 +163,18 @@ pub enum ToUpdate {
     Barrier(std_mpsc::Sender<()>),
     Stats(std_mpsc::Sender<UpdateThreadStats>),
     Tick,
+    /// Hand the update groups over and end (a re-shard).
+    Surrender(std_mpsc::Sender<Handover>),
     Stop,
+}
+
+/// What a thread hands over when a re-shard replaces it.
+pub struct Handover {
+    table: Option<Shard>,
+    /// The shard's update groups: id, spec and members.
+    groups: Vec<(GroupId, Arc<GroupSpec>, usize)>,
+    /// The update groups of an update thread, or of a shard running them itself.
+    worker: Option<update::UpdateWorker>,
 }
 
 /// What an update thread reports of itself and its groups.
@@ -197,10 +220,35 @@ pub struct Joined {
     pub member: MemberId,
 }
 
-/// Where a message for an update thread goes.
+/// Where a message goes, under the threads of one epoch.
 pub enum Target {
     Shard(usize, ToShard),
     Update(usize, ToUpdate),
+}
+
+/// A message and the epoch of the threads it was addressed for.
+pub struct Routed {
+    pub target: Target,
+    pub epoch: u64,
+    /// More parts of the same message to every shard follow (PeerUp, PeerDown, ...): the
+    /// sender keeps the gate until the last, so no re-shard comes between them.
+    pub more: bool,
+}
+
+impl Routed {
+    /// The epoch of a message addressed for whatever threads run when it is sent (tests and
+    /// tools that address and send at once).
+    pub const CURRENT: u64 = u64::MAX;
+}
+
+impl From<Target> for Routed {
+    fn from(target: Target) -> Routed {
+        Routed {
+            target,
+            epoch: Routed::CURRENT,
+            more: false,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -215,21 +263,102 @@ pub struct PipelineConfig {
     pub write_queue: WriteQueueLimits,
 }
 
+impl PipelineConfig {
+    /// As it runs: without update threads, one shard.
+    fn normalized(self) -> PipelineConfig {
+        PipelineConfig {
+            shards: if self.update_threads == 0 {
+                1
+            } else {
+                self.shards.max(1)
+            },
+            ..self
+        }
+    }
+}
+
 /// Update groups by what makes them one: members with identical specs share one group.
 #[derive(Default)]
 struct Registry {
-    groups: HashMap<Arc<GroupSpec>, (GroupId, usize, usize)>,
+    /// Group and members per spec.
+    groups: HashMap<Arc<GroupSpec>, (GroupId, usize)>,
+    /// The update thread of every group that exists (in the registry or, until its last
+    /// member's Leave is delivered, in an update thread).
+    placement: HashMap<GroupId, usize>,
     next_id: GroupId,
     next_thread: usize,
 }
 
-/// A running pipeline.
-pub struct Pipeline {
+/// The threads of one epoch and the channels to them; a re-shard replaces them whole.
+pub struct Lanes {
+    pub epoch: u64,
     pub config: PipelineConfig,
     shards: Vec<mpsc::Sender<ToShard>>,
     updates: Vec<mpsc::Sender<ToUpdate>>,
+}
+
+impl Lanes {
+    pub fn shard(&self, i: usize) -> Option<&mpsc::Sender<ToShard>> {
+        self.shards.get(i)
+    }
+
+    pub fn update(&self, i: usize) -> Option<&mpsc::Sender<ToUpdate>> {
+        self.updates.get(i)
+    }
+
+    /// A message for the update thread of a group (for the shard when update threading is
+    /// off).
+    fn to_update(&self, t: usize, msg: ToUpdate) -> Target {
+        if self.updates.is_empty() {
+            Target::Shard(0, ToShard::Update(Box::new(msg)))
+        } else {
+            Target::Update(t.min(self.updates.len() - 1), msg)
+        }
+    }
+
+    /// A message for every shard, as parts that must be delivered together.
+    fn broadcast(&self, make: impl Fn() -> ToShard) -> Vec<Routed> {
+        let n = self.shards.len();
+        (0..n)
+            .map(|i| Routed {
+                target: Target::Shard(i, make()),
+                epoch: self.epoch,
+                more: i + 1 < n,
+            })
+            .collect()
+    }
+
+    fn routed(&self, target: Target) -> Routed {
+        Routed {
+            target,
+            epoch: self.epoch,
+            more: false,
+        }
+    }
+}
+
+/// What a re-shard did.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Reshard {
+    pub from: (usize, usize),
+    pub to: (usize, usize),
+    pub prefixes: usize,
+    pub paths: usize,
+    pub groups: usize,
+    /// Members whose table dump was under way and started again.
+    pub dumps_restarted: usize,
+    /// How long routing was held (sessions stay up and keep their timers meanwhile).
+    pub paused: Duration,
+}
+
+/// A running pipeline.
+pub struct Pipeline {
+    lanes: Arc<RwLock<Arc<Lanes>>>,
+    /// Sessions hold it (read) to hand anything on; a re-shard holds it (write).
+    gate: Arc<tokio::sync::RwLock<()>>,
     registry: Mutex<Registry>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    ticker: Mutex<Option<JoinHandle<()>>>,
     /// Tells the ticker thread to end.
     stopping: Arc<AtomicBool>,
 }
@@ -237,67 +366,62 @@ pub struct Pipeline {
 impl Pipeline {
     /// Starts the shard and update threads.
     pub fn start(config: PipelineConfig) -> Arc<Pipeline> {
-        let config = PipelineConfig {
-            shards: if config.update_threads == 0 {
-                1
-            } else {
-                config.shards.max(1)
-            },
-            ..config
-        };
-        let mut threads = Vec::new();
-        let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
-            .map(|_| mpsc::channel::<ToShard>(SHARD_QUEUE))
-            .unzip();
-        let (update_tx, update_rx): (Vec<_>, Vec<_>) = (0..config.update_threads)
-            .map(|_| mpsc::channel::<ToUpdate>(UPDATE_QUEUE))
-            .unzip();
-        for (i, rx) in update_rx.into_iter().enumerate() {
-            let w = update::UpdateWorker::new(
-                i,
-                config.shards,
-                config.write_queue,
-                Some(shard_tx.clone()),
-            );
-            threads.push(spawn(format!("ribshard-update-{i}"), move || {
-                update::run(w, rx)
-            }));
-        }
-        for (i, rx) in shard_rx.into_iter().enumerate() {
-            let w = shard::ShardWorker::new(i, config, update_tx.clone());
-            threads.push(spawn(format!("ribshard-shard-{i}"), move || {
-                shard::run(w, rx)
-            }));
-        }
+        let config = config.normalized();
+        let tables = (0..config.shards)
+            .map(|_| Shard::new(config.options))
+            .collect();
+        let (lanes, threads) = spawn_threads(config, 0, tables, &[], Vec::new(), &HashMap::new());
+        let lanes = Arc::new(RwLock::new(Arc::new(lanes)));
         // The pipeline wakes its own threads for periodic work, so that whoever embeds it
         // (the daemon, a test) cannot forget to and leave slow members split forever.
         let stopping = Arc::new(AtomicBool::new(false));
-        {
-            let (shards, updates, stopping) =
-                (shard_tx.clone(), update_tx.clone(), stopping.clone());
-            threads.push(spawn("ribshard-tick".into(), move || {
+        let ticker = {
+            let (lanes, stopping) = (lanes.clone(), stopping.clone());
+            spawn("ribshard-tick".into(), move || {
                 while !stopping.load(Ordering::Relaxed) {
                     std::thread::sleep(TICK);
-                    tick(&shards, &updates);
+                    let l = read_lanes(&lanes);
+                    tick(&l.shards, &l.updates);
                 }
-            }));
-        }
+            })
+        };
         Arc::new(Pipeline {
-            config,
-            shards: shard_tx,
-            updates: update_tx,
+            lanes,
+            gate: Arc::new(tokio::sync::RwLock::new(())),
             registry: Mutex::new(Registry::default()),
             threads: Mutex::new(threads),
+            ticker: Mutex::new(Some(ticker)),
             stopping,
         })
     }
 
-    pub fn shard_senders(&self) -> &[mpsc::Sender<ToShard>] {
-        &self.shards
+    /// The threads in force now.
+    pub fn lanes(&self) -> Arc<Lanes> {
+        read_lanes(&self.lanes)
     }
 
-    pub fn update_senders(&self) -> &[mpsc::Sender<ToUpdate>] {
-        &self.updates
+    /// The thread settings in force now.
+    pub fn config(&self) -> PipelineConfig {
+        self.lanes().config
+    }
+
+    /// Shard threads now.
+    pub fn shards(&self) -> usize {
+        self.lanes().shards.len()
+    }
+
+    /// A batcher for a peer's routes, addressed for the shards in force now.
+    pub fn batcher(&self, peer: PeerIndex) -> Batcher {
+        let l = self.lanes();
+        let mut b = Batcher::new(peer, l.shards.len());
+        b.epoch = l.epoch;
+        b
+    }
+
+    /// Waits until no re-shard runs and holds one off until the guard is dropped. Sessions
+    /// hold it while they hand a message on.
+    pub async fn enter(&self) -> OwnedRwLockReadGuard<()> {
+        self.gate.clone().read_owned().await
     }
 
     /// The update group for a member with this spec; creates it (on the next update thread,
@@ -305,20 +429,22 @@ impl Pipeline {
     pub fn join_group(&self, spec: GroupSpec) -> (GroupId, Arc<GroupSpec>, usize) {
         let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((k, v)) = r.groups.get_key_value(&spec) {
-            let (id, t, _) = *v;
+            let (id, _) = *v;
             let k = k.clone();
             if let Some(v) = r.groups.get_mut(&spec) {
-                v.2 += 1;
+                v.1 += 1;
             }
+            let t = r.placement.get(&id).copied().unwrap_or(0);
             return (id, k, t);
         }
         let id = r.next_id;
         r.next_id += 1;
-        let threads = self.updates.len().max(1);
+        let threads = self.lanes().updates.len().max(1);
         let t = r.next_thread % threads;
         r.next_thread += 1;
         let spec = Arc::new(spec);
-        r.groups.insert(spec.clone(), (id, t, 1));
+        r.groups.insert(spec.clone(), (id, 1));
+        r.placement.insert(id, t);
         (id, spec, t)
     }
 
@@ -326,23 +452,27 @@ impl Pipeline {
         let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         let gone = match r.groups.get_mut(spec) {
             Some(v) => {
-                v.2 = v.2.saturating_sub(1);
-                v.2 == 0
+                v.1 = v.1.saturating_sub(1);
+                (v.1 == 0).then_some(v.0)
             }
-            None => false,
+            None => None,
         };
-        if gone {
+        if let Some(id) = gone {
             r.groups.remove(spec);
+            r.placement.remove(&id);
         }
     }
 
+    /// The update thread of a group now (`hint` for a group no longer registered).
+    fn placement(&self, group: GroupId, hint: usize) -> usize {
+        let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        r.placement.get(&group).copied().unwrap_or(hint)
+    }
+
     /// Routes a message for update thread `t` (to the shard when update threading is off).
-    pub fn to_update(&self, t: usize, msg: ToUpdate) -> Target {
-        if self.updates.is_empty() {
-            Target::Shard(0, ToShard::Update(Box::new(msg)))
-        } else {
-            Target::Update(t.min(self.updates.len() - 1), msg)
-        }
+    pub fn to_update(&self, t: usize, msg: ToUpdate) -> Routed {
+        let l = self.lanes();
+        l.routed(l.to_update(t, msg))
     }
 
     /// The messages for a session that reached Established, in the order to send them:
@@ -352,12 +482,13 @@ impl Pipeline {
         peer: PeerIndex,
         info: PeerInfo,
         member: Option<(GroupSpec, MemberId, Box<dyn Sink>)>,
-    ) -> (Vec<Target>, Option<Joined>) {
+    ) -> (Vec<Routed>, Option<Joined>) {
+        let l = self.lanes();
         let mut out = Vec::new();
         let mut joined = None;
         let membership = member.map(|(spec, id, sink)| {
             let (group, spec, t) = self.join_group(spec);
-            out.push(self.to_update(
+            out.push(l.routed(l.to_update(
                 t,
                 ToUpdate::Join {
                     group,
@@ -365,7 +496,7 @@ impl Pipeline {
                     member: id,
                     sink,
                 },
-            ));
+            )));
             joined = Some(Joined {
                 group,
                 spec: spec.clone(),
@@ -379,16 +510,11 @@ impl Pipeline {
                 member: id,
             }
         });
-        for i in 0..self.shards.len() {
-            out.push(Target::Shard(
-                i,
-                ToShard::PeerUp {
-                    peer,
-                    info,
-                    member: membership.clone(),
-                },
-            ));
-        }
+        out.extend(l.broadcast(|| ToShard::PeerUp {
+            peer,
+            info,
+            member: membership.clone(),
+        }));
         (out, joined)
     }
 
@@ -398,50 +524,45 @@ impl Pipeline {
         peer: PeerIndex,
         stale: Option<[bool; 2]>,
         joined: Option<Joined>,
-    ) -> Vec<Target> {
+    ) -> Vec<Routed> {
+        let l = self.lanes();
         let mut out = Vec::new();
         if let Some(j) = &joined {
             self.leave_group(&j.spec);
-            out.push(self.to_update(
+            out.push(l.routed(l.to_update(
                 j.update_thread,
                 ToUpdate::Leave {
                     group: j.group,
                     member: j.member,
                 },
-            ));
+            )));
         }
-        for i in 0..self.shards.len() {
-            out.push(Target::Shard(
-                i,
-                ToShard::PeerDown {
-                    peer,
-                    stale,
-                    member: joined.as_ref().map(|j| (j.group, j.member)),
-                },
-            ));
-        }
+        let member = joined.as_ref().map(|j| (j.group, j.member));
+        out.extend(l.broadcast(|| ToShard::PeerDown {
+            peer,
+            stale,
+            member,
+        }));
         out
     }
 
     /// The messages that drop a peer's stale paths (End-of-RIB, restart time over).
-    pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Target> {
-        (0..self.shards.len())
-            .map(|i| Target::Shard(i, ToShard::FlushStale { peer, families }))
-            .collect()
+    pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
+        self.lanes()
+            .broadcast(|| ToShard::FlushStale { peer, families })
     }
 
     /// BoRR from a peer (RFC 7313): its paths of these families become stale in every shard.
-    pub fn refresh_begin(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Target> {
-        (0..self.shards.len())
-            .map(|i| Target::Shard(i, ToShard::RefreshBegin { peer, families }))
-            .collect()
+    pub fn refresh_begin(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
+        self.lanes()
+            .broadcast(|| ToShard::RefreshBegin { peer, families })
     }
 
     /// A ROUTE-REFRESH from a member: its group sends it the table again (between BoRR and
     /// EoRR for `enhanced`, RFC 7313).
-    pub fn refresh(&self, joined: &Joined, enhanced: Option<Family>) -> Target {
+    pub fn refresh(&self, joined: &Joined, enhanced: Option<Family>) -> Routed {
         self.to_update(
-            joined.update_thread,
+            self.placement(joined.group, joined.update_thread),
             ToUpdate::Refresh {
                 group: joined.group,
                 member: joined.member,
@@ -450,33 +571,124 @@ impl Pipeline {
         )
     }
 
+    /// Addresses again, for the threads of `lanes`, a message addressed for earlier ones:
+    /// routes are split again by the shard that owns each prefix now; of a message to every
+    /// shard, the first part becomes the message to every new shard and the others nothing;
+    /// update-thread messages go where their group is now.
+    pub fn retarget(&self, r: Routed, lanes: &Lanes) -> Vec<Routed> {
+        if r.epoch == lanes.epoch {
+            return vec![r];
+        }
+        let n = lanes.shards.len();
+        match r.target {
+            Target::Shard(_, ToShard::Routes(batch)) => {
+                let mut b = Batcher::new(batch.peer, n);
+                b.epoch = lanes.epoch;
+                for (i, nlri) in batch.ops {
+                    match batch.attrs.get(i as usize) {
+                        Some(a) if i != WITHDRAW => b.announce(a, nlri),
+                        _ => b.withdraw(nlri),
+                    }
+                }
+                b.take()
+                    .into_iter()
+                    .map(|(i, m)| lanes.routed(Target::Shard(i, m)))
+                    .collect()
+            }
+            Target::Shard(i, ToShard::PeerUp { peer, info, member }) => {
+                if i != 0 {
+                    return Vec::new();
+                }
+                let member = member.map(|m| Membership {
+                    update_thread: self.placement(m.group, m.update_thread),
+                    ..m
+                });
+                lanes.broadcast(|| ToShard::PeerUp {
+                    peer,
+                    info,
+                    member: member.clone(),
+                })
+            }
+            Target::Shard(i, m @ ToShard::PeerDown { .. })
+            | Target::Shard(i, m @ ToShard::FlushStale { .. })
+            | Target::Shard(i, m @ ToShard::RefreshBegin { .. }) => {
+                if i != 0 {
+                    return Vec::new();
+                }
+                lanes.broadcast(|| match &m {
+                    ToShard::PeerDown {
+                        peer,
+                        stale,
+                        member,
+                    } => ToShard::PeerDown {
+                        peer: *peer,
+                        stale: *stale,
+                        member: *member,
+                    },
+                    ToShard::FlushStale { peer, families } => ToShard::FlushStale {
+                        peer: *peer,
+                        families: *families,
+                    },
+                    ToShard::RefreshBegin { peer, families } => ToShard::RefreshBegin {
+                        peer: *peer,
+                        families: *families,
+                    },
+                    _ => ToShard::Tick,
+                })
+            }
+            Target::Shard(_, ToShard::Update(m)) => vec![self.update_routed(*m, lanes)],
+            Target::Update(_, m) => vec![self.update_routed(m, lanes)],
+            Target::Shard(i, m) => vec![lanes.routed(Target::Shard(i.min(n.max(1) - 1), m))],
+        }
+    }
+
+    fn update_routed(&self, m: ToUpdate, lanes: &Lanes) -> Routed {
+        let group = match &m {
+            ToUpdate::Join { group, .. }
+            | ToUpdate::Leave { group, .. }
+            | ToUpdate::Refresh { group, .. }
+            | ToUpdate::Live { group, .. }
+            | ToUpdate::DumpBegin { group, .. }
+            | ToUpdate::Dump { group, .. }
+            | ToUpdate::DumpEnd { group, .. } => Some(*group),
+            _ => None,
+        };
+        let t = group.map_or(0, |g| self.placement(g, 0));
+        lanes.routed(lanes.to_update(t, m))
+    }
+
     /// Sends from a plain thread (tests, tools), waiting for room.
-    pub fn blocking_send(&self, t: Target) {
-        match t {
-            Target::Shard(i, m) => {
-                if let Some(s) = self.shards.get(i) {
-                    let _ = s.blocking_send(m);
-                }
-            }
-            Target::Update(i, m) => {
-                if let Some(s) = self.updates.get(i) {
-                    let _ = s.blocking_send(m);
-                }
-            }
+    pub fn blocking_send(&self, r: impl Into<Routed>) {
+        let _gate = self.gate.blocking_read();
+        let lanes = self.lanes();
+        let mut r: Routed = r.into();
+        if r.epoch == Routed::CURRENT {
+            r.epoch = lanes.epoch;
+        }
+        for r in self.retarget(r, &lanes) {
+            send_blocking(&lanes, r.target);
         }
     }
 
     /// Sends from a task, waiting for room.
-    pub async fn send(&self, t: Target) {
-        match t {
-            Target::Shard(i, m) => {
-                if let Some(s) = self.shards.get(i) {
-                    let _ = s.send(m).await;
+    pub async fn send(&self, r: impl Into<Routed>) {
+        let _gate = self.enter().await;
+        let lanes = self.lanes();
+        let mut r: Routed = r.into();
+        if r.epoch == Routed::CURRENT {
+            r.epoch = lanes.epoch;
+        }
+        for r in self.retarget(r, &lanes) {
+            match r.target {
+                Target::Shard(i, m) => {
+                    if let Some(s) = lanes.shards.get(i) {
+                        let _ = s.send(m).await;
+                    }
                 }
-            }
-            Target::Update(i, m) => {
-                if let Some(s) = self.updates.get(i) {
-                    let _ = s.send(m).await;
+                Target::Update(i, m) => {
+                    if let Some(s) = lanes.updates.get(i) {
+                        let _ = s.send(m).await;
+                    }
                 }
             }
         }
@@ -484,23 +696,13 @@ impl Pipeline {
 
     /// Waits (blocking) until everything sent before has gone through every thread.
     pub fn barrier(&self) {
-        let (tx, rx) = std_mpsc::channel();
-        for s in &self.shards {
-            let _ = s.blocking_send(ToShard::Barrier(tx.clone()));
-        }
-        drop(tx);
-        let want = self.shards.len() * self.updates.len().max(1);
-        for _ in 0..want {
-            if rx.recv().is_err() {
-                break;
-            }
-        }
+        barrier(&self.lanes());
     }
 
     /// The Loc-RIB of every shard (blocking), sorted by prefix.
     pub fn loc_rib(&self) -> Vec<(Prefix, Path)> {
         let mut all = Vec::new();
-        for s in &self.shards {
+        for s in &self.lanes().shards {
             let (tx, rx) = std_mpsc::channel();
             let _ = s.blocking_send(ToShard::LocRib(tx));
             all.extend(rx.recv().unwrap_or_default());
@@ -511,20 +713,21 @@ impl Pipeline {
 
     /// Per-shard, per-update-thread and per-group accounting (blocking).
     pub fn stats(&self) -> (Vec<ShardStats>, Vec<UpdateThreadStats>) {
+        let lanes = self.lanes();
         let mut shards = Vec::new();
-        for s in &self.shards {
+        for s in &lanes.shards {
             let (tx, rx) = std_mpsc::channel();
             let _ = s.blocking_send(ToShard::Stats(tx));
             shards.extend(rx.recv().ok());
         }
         let mut groups = Vec::new();
-        for u in &self.updates {
+        for u in &lanes.updates {
             let (tx, rx) = std_mpsc::channel();
             let _ = u.blocking_send(ToUpdate::Stats(tx));
             groups.extend(rx.recv().ok());
         }
-        if self.updates.is_empty() {
-            if let Some(s) = self.shards.first() {
+        if lanes.updates.is_empty() {
+            if let Some(s) = lanes.shards.first() {
                 let (tx, rx) = std_mpsc::channel();
                 let _ = s.blocking_send(ToShard::Update(Box::new(ToUpdate::Stats(tx))));
                 groups.extend(rx.recv().ok());
@@ -536,19 +739,154 @@ impl Pipeline {
     /// Wakes every thread for its periodic work (slow-peer catch-up) now, besides the
     /// pipeline's own tick every [`TICK`]; never waits.
     pub fn tick(&self) {
-        tick(&self.shards, &self.updates);
+        let l = self.lanes();
+        tick(&l.shards, &l.updates);
+    }
+
+    /// Changes the number of shard threads and update threads with every session kept up
+    /// (Junos restarts its routing daemon for this). Blocking; call it off the sessions'
+    /// runtime. Routing is held meanwhile: sessions keep their timers and stop reading
+    /// when their queue fills, as under any backpressure.
+    ///
+    /// Every message sent before goes through the old threads first (a barrier); then the
+    /// update threads hand over their groups and the shards their tables; each prefix moves
+    /// whole to the shard that owns it now, with its paths and the best path last reported,
+    /// so members in step are sent nothing; members whose table dump was under way get it
+    /// again from the new shards; the groups are spread round-robin over the new update
+    /// threads.
+    pub fn reconfigure(&self, shards: usize, update_threads: usize) -> Reshard {
+        let _gate = self.gate.blocking_write();
+        let began = Instant::now();
+        let old = self.lanes();
+        let config = PipelineConfig {
+            shards,
+            update_threads,
+            ..old.config
+        }
+        .normalized();
+        let from = (old.config.shards, old.config.update_threads);
+        let to = (config.shards, config.update_threads);
+        if from == to {
+            return Reshard {
+                from,
+                to,
+                prefixes: 0,
+                paths: 0,
+                groups: 0,
+                dumps_restarted: 0,
+                paused: began.elapsed(),
+            };
+        }
+        barrier(&old);
+        // Update threads first: after them nothing asks the shards for dumps.
+        let mut groups: Vec<UpdateGroup> = Vec::new();
+        for u in &old.updates {
+            groups.extend(
+                surrender(u, ToUpdate::Surrender)
+                    .and_then(|h| h.worker)
+                    .map_or(Vec::new(), update::UpdateWorker::into_groups),
+            );
+        }
+        let mut tables = Vec::new();
+        let mut shard_groups = Vec::new();
+        for s in &old.shards {
+            let Some(h) = surrender(s, ToShard::Surrender) else {
+                continue;
+            };
+            tables.extend(h.table);
+            if shard_groups.is_empty() {
+                shard_groups = h.groups;
+            }
+            if let Some(w) = h.worker {
+                groups.extend(w.into_groups());
+            }
+        }
+        let old_threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        for t in old_threads {
+            let _ = t.join();
+        }
+        let mut new_tables: Vec<Shard> = (0..config.shards)
+            .map(|_| Shard::new(config.options))
+            .collect();
+        for t in tables {
+            t.move_into(&mut new_tables);
+        }
+        let prefixes = new_tables.iter().map(Shard::prefixes).sum();
+        let paths = new_tables.iter().map(Shard::paths).sum();
+        let mut requests = Vec::new();
+        for g in &mut groups {
+            requests.extend(g.reshard(config.shards).into_iter().map(|r| (g.id, r)));
+        }
+        let dumps_restarted = requests.len();
+        let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let ids: BTreeSet<GroupId> = groups
+            .iter()
+            .map(|g| g.id)
+            .chain(r.groups.values().map(|v| v.0))
+            .chain(shard_groups.iter().map(|g| g.0))
+            .collect();
+        let threads = config.update_threads.max(1);
+        r.placement = ids
+            .iter()
+            .enumerate()
+            .map(|(k, id)| (*id, k % threads))
+            .collect();
+        r.next_thread = ids.len();
+        let (lanes, handles) = spawn_threads(
+            config,
+            old.epoch + 1,
+            new_tables,
+            &shard_groups,
+            groups,
+            &r.placement,
+        );
+        let lanes = Arc::new(lanes);
+        *self.lanes.write().unwrap_or_else(|e| e.into_inner()) = lanes.clone();
+        drop(r);
+        self.threads
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(handles);
+        for (group, req) in requests {
+            for s in &lanes.shards {
+                let _ = s.blocking_send(ToShard::Dump {
+                    group,
+                    member: req.member,
+                    token: req.token,
+                });
+            }
+        }
+        let done = Reshard {
+            from,
+            to,
+            prefixes,
+            paths,
+            groups: ids.len(),
+            dumps_restarted,
+            paused: began.elapsed(),
+        };
+        tracing::info!(
+            from = ?done.from, to = ?done.to, prefixes, paths, groups = done.groups,
+            dumps_restarted, paused_ms = done.paused.as_millis() as u64,
+            "re-sharded: (shards, update threads) changed with sessions kept up"
+        );
+        done
     }
 
     /// Stops every thread and waits for them.
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::Relaxed);
-        for s in &self.shards {
+        let lanes = self.lanes();
+        for s in &lanes.shards {
             let _ = s.blocking_send(ToShard::Stop);
         }
-        for u in &self.updates {
+        for u in &lanes.updates {
             let _ = u.blocking_send(ToUpdate::Stop);
         }
-        let threads = std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        let mut threads =
+            std::mem::take(&mut *self.threads.lock().unwrap_or_else(|e| e.into_inner()));
+        threads.extend(self.ticker.lock().unwrap_or_else(|e| e.into_inner()).take());
         for t in threads {
             let _ = t.join();
         }
@@ -561,6 +899,108 @@ impl Drop for Pipeline {
     fn drop(&mut self) {
         self.stopping.store(true, Ordering::Relaxed);
     }
+}
+
+fn read_lanes(l: &RwLock<Arc<Lanes>>) -> Arc<Lanes> {
+    l.read().unwrap_or_else(|e| e.into_inner()).clone()
+}
+
+fn send_blocking(lanes: &Lanes, t: Target) {
+    match t {
+        Target::Shard(i, m) => {
+            if let Some(s) = lanes.shards.get(i) {
+                let _ = s.blocking_send(m);
+            }
+        }
+        Target::Update(i, m) => {
+            if let Some(s) = lanes.updates.get(i) {
+                let _ = s.blocking_send(m);
+            }
+        }
+    }
+}
+
+fn barrier(lanes: &Lanes) {
+    let (tx, rx) = std_mpsc::channel();
+    for s in &lanes.shards {
+        let _ = s.blocking_send(ToShard::Barrier(tx.clone()));
+    }
+    drop(tx);
+    let want = lanes.shards.len() * lanes.updates.len().max(1);
+    for _ in 0..want {
+        if rx.recv().is_err() {
+            break;
+        }
+    }
+}
+
+/// Asks a thread to hand its state over and end.
+fn surrender<M>(
+    to: &mpsc::Sender<M>,
+    msg: impl FnOnce(std_mpsc::Sender<Handover>) -> M,
+) -> Option<Handover> {
+    let (tx, rx) = std_mpsc::channel();
+    to.blocking_send(msg(tx)).ok()?;
+    rx.recv().ok()
+}
+
+/// Starts shard threads over these tables (update groups known to the shards as
+/// `shard_groups`) and update threads with these groups, placed by `placement`.
+fn spawn_threads(
+    config: PipelineConfig,
+    epoch: u64,
+    tables: Vec<Shard>,
+    shard_groups: &[(GroupId, Arc<GroupSpec>, usize)],
+    groups: Vec<UpdateGroup>,
+    placement: &HashMap<GroupId, usize>,
+) -> (Lanes, Vec<JoinHandle<()>>) {
+    let mut threads = Vec::new();
+    let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
+        .map(|_| mpsc::channel::<ToShard>(SHARD_QUEUE))
+        .unzip();
+    let (update_tx, update_rx): (Vec<_>, Vec<_>) = (0..config.update_threads)
+        .map(|_| mpsc::channel::<ToUpdate>(UPDATE_QUEUE))
+        .unzip();
+    let place = |g: GroupId| placement.get(&g).copied().unwrap_or(0);
+    let mut workers: Vec<update::UpdateWorker> = (0..config.update_threads.max(1))
+        .map(|i| {
+            update::UpdateWorker::new(
+                i,
+                config.shards,
+                config.write_queue,
+                (config.update_threads > 0).then(|| shard_tx.clone()),
+            )
+        })
+        .collect();
+    for g in groups {
+        let t = place(g.id).min(workers.len() - 1);
+        if let Some(w) = workers.get_mut(t) {
+            w.adopt(g);
+        }
+    }
+    let mut inline = None;
+    if config.update_threads == 0 {
+        inline = workers.pop();
+    } else {
+        for (w, rx) in workers.into_iter().zip(update_rx) {
+            let name = format!("ribshard-update-{}", w.index());
+            threads.push(spawn(name, move || update::run(w, rx)));
+        }
+    }
+    for (i, (rx, table)) in shard_rx.into_iter().zip(tables).enumerate() {
+        let mut w = shard::ShardWorker::new(i, config, update_tx.clone(), inline.take());
+        w.resume(table, shard_groups, &place);
+        threads.push(spawn(format!("ribshard-shard-{i}"), move || {
+            shard::run(w, rx)
+        }));
+    }
+    let lanes = Lanes {
+        epoch,
+        config,
+        shards: shard_tx,
+        updates: update_tx,
+    };
+    (lanes, threads)
 }
 
 fn tick(shards: &[mpsc::Sender<ToShard>], updates: &[mpsc::Sender<ToUpdate>]) {
@@ -589,6 +1029,8 @@ pub struct Batcher {
     peer: PeerIndex,
     batches: Vec<Batch>,
     ops: usize,
+    /// The epoch of the shards it splits for ([`Pipeline::batcher`]).
+    epoch: u64,
 }
 
 impl Batcher {
@@ -602,7 +1044,13 @@ impl Batcher {
                 })
                 .collect(),
             ops: 0,
+            epoch: Routed::CURRENT,
         }
+    }
+
+    /// The epoch of the shards its batches are addressed for.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Operations held.

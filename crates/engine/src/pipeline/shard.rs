@@ -3,7 +3,9 @@
 //! graceful-restart stale marking, table dumps) between messages.
 
 use super::update::UpdateWorker;
-use super::{Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, WALK_BUDGET, WITHDRAW};
+use super::{
+    Handover, Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, WALK_BUDGET, WITHDRAW,
+};
 use ribshard_adjout::{Entry, GroupId, MemberId};
 use ribshard_rib::{Change, ExportCache, Exported, GroupSpec, PeerIndex, Shard, Walk, WalkOp};
 use ribshard_wire::Prefix;
@@ -52,13 +54,18 @@ pub(super) struct ShardWorker {
 }
 
 impl ShardWorker {
+    /// A shard worker; without update threads it runs the update groups itself, in
+    /// `inline` (or a new worker).
     pub(super) fn new(
         index: usize,
         config: PipelineConfig,
         updates: Vec<mpsc::Sender<ToUpdate>>,
+        inline: Option<UpdateWorker>,
     ) -> ShardWorker {
         let out = if updates.is_empty() {
-            Out::Inline(Box::new(UpdateWorker::new(0, 1, config.write_queue, None)))
+            Out::Inline(Box::new(inline.unwrap_or_else(|| {
+                UpdateWorker::new(0, 1, config.write_queue, None)
+            })))
         } else {
             Out::Threads(updates)
         };
@@ -74,6 +81,49 @@ impl ShardWorker {
             stats: ShardStats {
                 shard: index,
                 ..ShardStats::default()
+            },
+        }
+    }
+
+    /// Takes over a table and the update groups it exports to (a re-shard, or a new
+    /// pipeline with an empty table), each group on the update thread `place` gives.
+    pub(super) fn resume(
+        &mut self,
+        table: Shard,
+        groups: &[(GroupId, Arc<GroupSpec>, usize)],
+        place: &dyn Fn(GroupId) -> usize,
+    ) {
+        self.shard = table;
+        for (id, spec, members) in groups {
+            self.groups.insert(
+                *id,
+                GroupState {
+                    spec: spec.clone(),
+                    update_thread: place(*id),
+                    cache: ExportCache::default(),
+                    members: *members,
+                },
+            );
+        }
+    }
+
+    /// Hands the table over (a re-shard). Walks over one peer's paths are finished first:
+    /// they change the table, and the prefixes they touched move with their mark to be
+    /// decided. Table dumps are dropped: their members get new ones from the new shards.
+    fn surrender(mut self) -> Handover {
+        while let Some(mut w) = self.walks.pop_front() {
+            while !self.shard.walk_step(&mut w, usize::MAX) {}
+        }
+        Handover {
+            table: Some(self.shard),
+            groups: self
+                .groups
+                .iter()
+                .map(|(id, g)| (*id, g.spec.clone(), g.members))
+                .collect(),
+            worker: match self.out {
+                Out::Inline(w) => Some(*w),
+                Out::Threads(_) => None,
             },
         }
     }
@@ -208,7 +258,8 @@ impl ShardWorker {
                     }
                 }
             }
-            ToShard::Stop => return false,
+            // Taken by `run` before it gets here.
+            ToShard::Surrender(_) | ToShard::Stop => return false,
         }
         true
     }
@@ -420,6 +471,10 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>) {
             }
         };
         match msg {
+            Some(ToShard::Surrender(reply)) => {
+                let _ = reply.send(w.surrender());
+                return;
+            }
             Some(m) => {
                 if !w.handle(m) {
                     w.drain();

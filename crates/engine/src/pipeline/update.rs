@@ -2,7 +2,7 @@
 //! UPDATEs once per group and fans the bytes out; asks the shards for table dumps when a
 //! member joins late, asks for a refresh, or catches up after being a slow writer.
 
-use super::{GroupReport, ToShard, ToUpdate, UpdateThreadStats};
+use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
 use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup, WriteQueueLimits};
 use std::collections::{BTreeMap, VecDeque};
 use std::time::Duration;
@@ -39,6 +39,21 @@ impl UpdateWorker {
             unsent: VecDeque::new(),
             queue_high_water: 0,
         }
+    }
+
+    pub(super) fn index(&self) -> usize {
+        self.index
+    }
+
+    /// Takes over a group (a re-shard).
+    pub(super) fn adopt(&mut self, g: UpdateGroup) {
+        self.groups.insert(g.id, g);
+    }
+
+    /// Its groups, to hand over (a re-shard). Dump requests not sent yet are dropped: the
+    /// re-shard starts those dumps again.
+    pub(super) fn into_groups(self) -> Vec<UpdateGroup> {
+        self.groups.into_values().collect()
     }
 
     /// Handles a message; returns the dump requests for the caller to deliver when there
@@ -143,7 +158,8 @@ impl UpdateWorker {
                     requests.extend(g.catch_ups().into_iter().map(|r| (*id, r)));
                 }
             }
-            ToUpdate::Stop => {}
+            // Taken by `run` (or the shard) before it gets here.
+            ToUpdate::Surrender(_) | ToUpdate::Stop => {}
         }
         match &self.shard_tx {
             None => requests,
@@ -182,8 +198,17 @@ impl UpdateWorker {
 
 pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>) {
     while let Some(m) = rx.blocking_recv() {
-        if matches!(m, ToUpdate::Stop) {
-            return;
+        match m {
+            ToUpdate::Stop => return,
+            ToUpdate::Surrender(reply) => {
+                let _ = reply.send(Handover {
+                    table: None,
+                    groups: Vec::new(),
+                    worker: Some(w),
+                });
+                return;
+            }
+            _ => {}
         }
         w.queue_high_water = w.queue_high_water.max(rx.len() + 1);
         w.handle(m);

@@ -4,7 +4,7 @@
 mod conn;
 
 use crate::negotiate::{build_open, negotiate, Negotiated, PeerSettings};
-use crate::pipeline::{Batcher, Joined, Pipeline, Target, BATCH};
+use crate::pipeline::{Batcher, Joined, Pipeline, Routed, Target, BATCH};
 use crate::socket::{self, ConnectOptions};
 use bytes::Bytes;
 use conn::{Conn, ReadError};
@@ -24,7 +24,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{mpsc, watch, OwnedRwLockReadGuard};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -251,18 +251,21 @@ impl Sessions {
 /// Something a session hands on, in order.
 enum Out {
     Tap(Inbound),
-    Pipe(Target),
+    Pipe(Routed),
 }
 
 /// Delivers the oldest pending item once its queue has room. Cancel-safe: the item leaves
 /// `pending` only with a reserved slot.
+///
+/// A pipeline message is handed on inside the pipeline's gate (`gate`, kept across the
+/// parts of a message to every shard), so a re-shard never falls between them; one
+/// addressed for threads a re-shard replaced is addressed again first.
 async fn deliver(
     pending: &mut VecDeque<Out>,
     tap: &Option<mpsc::Sender<Inbound>>,
     pipeline: &Option<Arc<Pipeline>>,
+    gate: &mut Option<OwnedRwLockReadGuard<()>>,
 ) {
-    let sender_shard = |i: usize| pipeline.as_ref().and_then(|p| p.shard_senders().get(i));
-    let sender_update = |i: usize| pipeline.as_ref().and_then(|p| p.update_senders().get(i));
     match pending.front() {
         None => std::future::pending().await,
         Some(Out::Tap(_)) => {
@@ -275,23 +278,76 @@ async fn deliver(
                 p.send(m);
             }
         }
-        Some(Out::Pipe(Target::Shard(i, _))) => {
-            let permit = match sender_shard(*i) {
-                Some(s) => s.reserve().await.ok(),
-                None => None,
+        Some(Out::Pipe(r)) => {
+            let Some(p) = pipeline else {
+                pending.pop_front();
+                return;
             };
-            if let (Some(p), Some(Out::Pipe(Target::Shard(_, m)))) = (permit, pending.pop_front()) {
-                p.send(m);
+            let epoch = r.epoch;
+            if gate.is_none() {
+                *gate = Some(p.enter().await);
             }
-        }
-        Some(Out::Pipe(Target::Update(i, _))) => {
-            let permit = match sender_update(*i) {
-                Some(s) => s.reserve().await.ok(),
-                None => None,
+            let lanes = p.lanes();
+            if epoch != lanes.epoch {
+                // Addressed before a re-shard; never one part of a message to every shard
+                // (the gate is kept across those), so the gate can go.
+                *gate = None;
+                if let Some(Out::Pipe(r)) = pending.pop_front() {
+                    for r in p.retarget(r, &lanes).into_iter().rev() {
+                        pending.push_front(Out::Pipe(r));
+                    }
+                }
+                return;
+            }
+            let sent = match pending.front() {
+                Some(Out::Pipe(Routed {
+                    target: Target::Shard(i, _),
+                    ..
+                })) => match lanes.shard(*i) {
+                    Some(s) => s.reserve().await.ok().map(|permit| {
+                        if let Some(Out::Pipe(Routed {
+                            target: Target::Shard(_, m),
+                            more,
+                            ..
+                        })) = pending.pop_front()
+                        {
+                            permit.send(m);
+                            more
+                        } else {
+                            false
+                        }
+                    }),
+                    None => None,
+                },
+                Some(Out::Pipe(Routed {
+                    target: Target::Update(i, _),
+                    ..
+                })) => match lanes.update(*i) {
+                    Some(s) => s.reserve().await.ok().map(|permit| {
+                        if let Some(Out::Pipe(Routed {
+                            target: Target::Update(_, m),
+                            more,
+                            ..
+                        })) = pending.pop_front()
+                        {
+                            permit.send(m);
+                            more
+                        } else {
+                            false
+                        }
+                    }),
+                    None => None,
+                },
+                _ => None,
             };
-            if let (Some(p), Some(Out::Pipe(Target::Update(_, m)))) = (permit, pending.pop_front())
-            {
-                p.send(m);
+            match sent {
+                Some(true) => {}
+                Some(false) => *gate = None,
+                // The pipeline is stopped: the item is dropped, never retried.
+                None => {
+                    pending.pop_front();
+                    *gate = None;
+                }
             }
         }
     }
@@ -379,6 +435,8 @@ struct Session {
     /// What waits for room in the pipeline or the tap, in order; the socket is not read
     /// meanwhile, and nothing (Up and Down included) is ever dropped.
     pending: VecDeque<Out>,
+    /// The pipeline's gate, held while the parts of a message to every shard go out.
+    gate: Option<OwnedRwLockReadGuard<()>>,
     /// This session's attribute sets (a new table per Established session: export results
     /// are cached per set, and the neighbor's identity may change between sessions).
     interner: Option<Interner>,
@@ -427,6 +485,7 @@ impl Session {
             tap,
             pipeline,
             pending: VecDeque::new(),
+            gate: None,
             interner: None,
             batcher: None,
             joined: None,
@@ -472,6 +531,7 @@ impl Session {
                 let tap = &self.tap;
                 let pipeline = &self.pipeline;
                 let pending = &mut self.pending;
+                let gate = &mut self.gate;
                 tokio::select! {
                     c = ctl.recv() => Wake::Control(c),
                     r = async move {
@@ -486,7 +546,7 @@ impl Session {
                             None => std::future::pending().await,
                         }
                     }, if has_secondary => Wake::Secondary(r),
-                    _ = deliver(pending, tap, pipeline), if has_pending => Wake::Delivered,
+                    _ = deliver(pending, tap, pipeline, gate), if has_pending => Wake::Delivered,
                     r = async move {
                         match connecting {
                             Some(h) => h.await,
@@ -510,10 +570,7 @@ impl Session {
                     // Hand routes on when the batch is full or nothing more is buffered.
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
                     // Thousands of prefixes per shard per hand-off, however many shards.
-                    let full = self
-                        .pipeline
-                        .as_ref()
-                        .map_or(BATCH, |p| BATCH * p.config.shards);
+                    let full = self.pipeline.as_ref().map_or(BATCH, |p| BATCH * p.shards());
                     if !more || self.batcher.as_ref().is_some_and(|b| b.len() >= full) {
                         self.flush_routes();
                     }
@@ -983,8 +1040,20 @@ impl Session {
     fn flush_routes(&mut self) {
         if let Some(b) = self.batcher.as_mut() {
             if !b.is_empty() {
+                let epoch = b.epoch();
                 for (i, m) in b.take() {
-                    self.pending.push_back(Out::Pipe(Target::Shard(i, m)));
+                    self.pending.push_back(Out::Pipe(Routed {
+                        target: Target::Shard(i, m),
+                        epoch,
+                        more: false,
+                    }));
+                }
+            }
+            // After a re-shard, split for the shards in force (what was split for the old
+            // ones is addressed again as it is delivered).
+            if let Some(p) = &self.pipeline {
+                if b.epoch() != p.lanes().epoch {
+                    *b = p.batcher(self.index as u32);
                 }
             }
         }
@@ -1039,7 +1108,7 @@ impl Session {
             router_id: u32::from(self.s.router_id),
             cluster_ids: r.cluster_ids.clone(),
         }));
-        self.batcher = Some(Batcher::new(peer, p.config.shards));
+        self.batcher = Some(p.batcher(peer));
         let kind = if r.route_server_client {
             GroupKind::RouteServer
         } else if self.s.internal {
