@@ -5,4 +5,5 @@
 //! belongs in the library crates (`wire`, `fsm`, and the pipeline crates).
 
 pub mod config;
+pub mod reload;
 pub mod run;

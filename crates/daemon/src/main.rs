@@ -21,7 +21,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the daemon in the foreground until SIGTERM or SIGINT.
+    /// Run the daemon in the foreground until SIGTERM or SIGINT; SIGHUP reads the
+    /// configuration again (thread counts change with sessions up).
     Run {
         /// The configuration file (TOML); see `ribshard config example`.
         #[arg(long, short)]
@@ -106,7 +107,11 @@ fn main() -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match ribshard::run::run(c, ribshard::run::Options { dump_updates }) {
+            let opts = ribshard::run::Options {
+                dump_updates,
+                config_file: Some(config),
+            };
+            match ribshard::run::run(c, opts) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     tracing::error!("{e}");

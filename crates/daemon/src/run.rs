@@ -9,9 +9,10 @@ use ribshard_mrt::MrtWriter;
 use std::io::BufWriter;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::sync::mpsc;
-use tracing::{info, warn};
+use tracing::{error, info, warn};
 
 /// Room for received UPDATEs between sessions and their consumer; a full queue stops
 /// reading from the sender's socket.
@@ -90,9 +91,11 @@ pub fn pipeline_config(c: &Config) -> PipelineConfig {
 pub struct Options {
     /// Write every received UPDATE to this MRT file (BGP4MP MESSAGE_AS4).
     pub dump_updates: Option<PathBuf>,
+    /// The configuration file, read again on SIGHUP.
+    pub config_file: Option<PathBuf>,
 }
 
-pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ribshard-session")
@@ -123,6 +126,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             None => None,
         };
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
+        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         loop {
             tokio::select! {
                 m = rx.recv(), if opts.dump_updates.is_some() => {
@@ -134,6 +138,11 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                     }
                     if let Some(d) = dump.as_mut() {
                         d.flush()?;
+                    }
+                }
+                _ = hup.recv() => {
+                    if let Some(path) = &opts.config_file {
+                        reload(path, &mut config, &pipeline).await;
                     }
                 }
                 _ = term.recv() => break,
@@ -150,6 +159,46 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         }
         Ok(())
     })
+}
+
+/// SIGHUP: reads the configuration again. A file with errors changes nothing (each error is
+/// logged with its file, line and key); the thread counts are applied with every session
+/// kept up; other changes are logged as waiting for a restart.
+async fn reload(path: &std::path::Path, running: &mut Config, pipeline: &Arc<Pipeline>) {
+    info!(file = %path.display(), "SIGHUP: reading the configuration again");
+    let new = match crate::config::load(path) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                error!("configuration not reloaded: {e}");
+            }
+            return;
+        }
+    };
+    let plan = crate::reload::plan(running, &new);
+    for what in &plan.needs_restart {
+        warn!(change = %what, "configuration change not applied: it needs a restart");
+    }
+    if let Some((shards, update_threads)) = plan.threading {
+        let p = pipeline.clone();
+        match tokio::task::spawn_blocking(move || p.reconfigure(shards, update_threads)).await {
+            Ok(r) => {
+                info!(
+                    shards = r.to.0,
+                    update_threads = r.to.1,
+                    prefixes = r.prefixes,
+                    paths = r.paths,
+                    paused_ms = r.paused.as_millis() as u64,
+                    "configuration reloaded: threads changed with sessions kept up"
+                );
+                running.threading.shards = new.threading.shards;
+                running.threading.update_threads = new.threading.update_threads;
+            }
+            Err(e) => error!("re-sharding failed: {e}"),
+        }
+    } else if plan.needs_restart.is_empty() {
+        info!("configuration reloaded: nothing to change");
+    }
 }
 
 fn consume(

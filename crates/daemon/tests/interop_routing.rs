@@ -781,3 +781,135 @@ fn bgp_roles_between_bird_provider_and_customer() {
     let p = at(&birds[0], "198.18.0.0/15");
     assert!(!p.contains("BGP.otc"), "{p}");
 }
+
+/// SIGHUP with other thread counts re-shards the running daemon while it is a route server
+/// between two BIRDs: their sessions stay up (BIRD's "since" time does not move), a file with
+/// an error changes nothing and is reported with its line, other changes are named as needing
+/// a restart, and routes announced and withdrawn after the re-shards still go through.
+#[test]
+fn sighup_reshards_with_sessions_up() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("reload");
+    let (port_r, port_a, port_b) = (27995, 27996, 27997);
+    let config = |shards: u32, threads: u32, extra: &str| {
+        ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "ixp-a",
+                    "external",
+                    Some(65041),
+                    "route-server-client = true\n",
+                    &[("127.0.0.41", port_a)],
+                ),
+                ribshard_group(
+                    "ixp-b",
+                    "external",
+                    Some(65045),
+                    "route-server-client = true\n",
+                    &[("127.0.0.45", port_b)],
+                ),
+            ],
+        )
+        .replace(
+            "number-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n",
+            &format!(
+                "number-of-shards = {shards}\n[bgp.update-threading]\nnumber-of-threads = {threads}\n"
+            ),
+        ) + extra
+    };
+    let (rs, _) = ribshard(&dir, &config(2, 2, ""));
+    let conf = dir.join("ribshard.toml");
+    let hup = |text: &str, expect: &str| {
+        let before = log_of(&dir).matches(expect).count();
+        std::fs::write(&conf, text).unwrap();
+        let ok = Command::new("kill")
+            .args(["-HUP", &rs.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+        assert!(
+            wait(20, || log_of(&dir).matches(expect).count() > before),
+            "no \"{expect}\" after SIGHUP:\n{}",
+            log_of(&dir)
+        );
+    };
+    let bird_conf = |addr: &str, asn: u32, port: u16, routes: &[&str]| {
+        bird_peer(addr, asn, port, 65040, port_r, routes)
+            .replace("strict bind on;", "strict bind on; enforce first as off;")
+    };
+    let mut birds = Vec::new();
+    for (addr, asn, port, route) in [
+        ("127.0.0.41", 65041, port_a, "203.0.113.0/24"),
+        ("127.0.0.45", 65045, port_b, "198.18.0.0/15"),
+    ] {
+        let d = dir.join(format!("bird{asn}"));
+        std::fs::create_dir_all(&d).unwrap();
+        birds.push((
+            d.clone(),
+            Bird::start(&d, &bird_conf(addr, asn, port, &[route])),
+        ));
+    }
+    let at = |b: &Bird, p: &str| b.cmd(&format!("show route all {p}"));
+    assert!(
+        wait(40, || at(&birds[0].1, "198.18.0.0/15")
+            .contains("BGP.as_path: 65045")
+            && at(&birds[1].1, "203.0.113.0/24")
+                .contains("BGP.as_path: 65041")),
+        "{}",
+        log_of(&dir)
+    );
+    let since = |b: &Bird| -> String {
+        let out = b.cmd("show protocols ribsh");
+        let line = out.lines().find(|l| l.starts_with("ribsh")).unwrap_or("");
+        assert!(line.contains("Established"), "{out}");
+        line.to_string()
+    };
+    let before: Vec<String> = birds.iter().map(|(_, b)| since(b)).collect();
+    hup(&config(1, 0, ""), "threads changed with sessions kept up");
+    hup(
+        &config(1, 0, "").replace("local-as = 65040", "local-as = \"x\""),
+        "configuration not reloaded",
+    );
+    let log = log_of(&dir);
+    assert!(
+        log.contains("ribshard.toml:2: bgp.local-as"),
+        "the error names file, line and key:\n{log}"
+    );
+    hup(
+        &config(
+            3,
+            2,
+            "[[bgp.group.neighbor]]\naddress = \"127.0.0.46\"\nlocal-address = \"127.0.0.40\"\npassive = true\n",
+        ),
+        "threads changed with sessions kept up",
+    );
+    assert!(
+        log_of(&dir).contains("neighbor 127.0.0.46 added"),
+        "{}",
+        log_of(&dir)
+    );
+    // After the re-shards: a new route from one BIRD, and a withdrawal, reach the other.
+    let (d, b) = &birds[0];
+    let text = bird_conf("127.0.0.41", 65041, port_a, &["192.0.2.0/24"]);
+    std::fs::write(
+        d.join("bird.conf"),
+        text.replace("DIR", d.to_str().unwrap()),
+    )
+    .unwrap();
+    b.cmd("configure");
+    assert!(
+        wait(20, || at(&birds[1].1, "192.0.2.0/24")
+            .contains("BGP.as_path: 65041")
+            && !at(&birds[1].1, "203.0.113.0/24").contains("65041")),
+        "{}\n{}",
+        at(&birds[1].1, "0.0.0.0/0 all"),
+        log_of(&dir)
+    );
+    assert!(at(&birds[0].1, "198.18.0.0/15").contains("BGP.as_path: 65045"));
+    let after: Vec<String> = birds.iter().map(|(_, b)| since(b)).collect();
+    assert_eq!(before, after, "the BIRD sessions never went down");
+    assert!(!log_of(&dir).contains("neighbor down"), "{}", log_of(&dir));
+}

@@ -1,7 +1,8 @@
 //! The same with sockets: three upstream peers send a fixed sequence of announcements and
 //! withdrawals (one of them flaps), through real sessions and the pipeline, to two downstream
 //! peers; what each downstream peer ends up holding is identical for every thread setting,
-//! and equals what the decision process defines.
+//! and equals what the decision process defines. Re-sharding while the routes flow changes
+//! no table and takes no session down.
 
 mod common;
 
@@ -92,7 +93,27 @@ async fn table(p: &mut RawPeer) -> BTreeMap<Prefix, Vec<u8>> {
     t
 }
 
-async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Prefix, Vec<u8>>> {
+/// Re-shards to `to` without waiting for it (routes are in flight meanwhile).
+fn reshard(
+    pipeline: &std::sync::Arc<ribshard_engine::pipeline::Pipeline>,
+    to: Option<&(usize, usize)>,
+) -> Option<tokio::task::JoinHandle<()>> {
+    let &(s, u) = to?;
+    let p = pipeline.clone();
+    Some(tokio::task::spawn_blocking(move || {
+        let r = p.reconfigure(s, u);
+        assert_eq!(r.to, (p.config().shards, p.config().update_threads));
+    }))
+}
+
+/// Runs the sequence with `shards` x `update_threads`, re-sharding to each of `reshards` in
+/// turn: after each of the three rounds, after the flap and after the flapped peer's round.
+async fn run(
+    shards: usize,
+    update_threads: usize,
+    port: u16,
+    reshards: &[(usize, usize)],
+) -> Vec<BTreeMap<Prefix, Vec<u8>>> {
     let peers: Vec<PeerSettings> = UPSTREAM
         .iter()
         .map(|(a, asn)| peer(*a, *asn, false))
@@ -113,10 +134,13 @@ async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Pr
         p.establish(asn, 30).await;
         up.push(p);
     }
+    let mut steps = reshards.iter();
+    let mut pending = Vec::new();
     for r in 0..3 {
         for (u, p) in up.iter_mut().enumerate() {
             p.send(&round(u, r)).await;
         }
+        pending.extend(reshard(&pipeline, steps.next()));
     }
     // The third upstream flaps: its session goes (and its routes with it), then it comes
     // back with one round only.
@@ -131,9 +155,14 @@ async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Pr
             || s.state == State::Idle)
             .await
     );
+    pending.extend(reshard(&pipeline, steps.next()));
     let mut back = RawPeer::connect(IpAddr::from(UPSTREAM[2].0), listen).await;
     back.establish(UPSTREAM[2].1, 30).await;
     back.send(&round(2, 7)).await;
+    pending.extend(reshard(&pipeline, steps.next()));
+    for h in pending {
+        h.await.unwrap();
+    }
     // Everything sent has gone through every thread.
     tokio::time::sleep(Duration::from_millis(300)).await;
     let p = pipeline.clone();
@@ -143,6 +172,13 @@ async fn run(shards: usize, update_threads: usize, port: u16) -> Vec<BTreeMap<Pr
     let mut tables = Vec::new();
     for p in &mut down {
         tables.push(table(p).await);
+    }
+    // No session but the flapped one ever left Established.
+    for (i, h) in sessions.peers.iter().enumerate() {
+        let st = h.status();
+        assert_eq!(st.state, State::Established, "session {i}");
+        let want = if i == 2 { 2 } else { 1 };
+        assert_eq!(st.established_transitions, want, "session {i}");
     }
     harness::stop(pipeline, sessions).await;
     tables
@@ -183,7 +219,7 @@ fn expected() -> BTreeMap<Prefix, Vec<u32>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn same_tables_downstream_for_every_thread_setting() {
-    let base = run(1, 0, 27801).await;
+    let base = run(1, 0, 27801, &[]).await;
     assert!(base[0].len() > 150, "{} prefixes", base[0].len());
     // Both downstream peers (one update group) hold the same.
     assert_eq!(base[0], base[1]);
@@ -200,7 +236,11 @@ async fn same_tables_downstream_for_every_thread_setting() {
         .collect();
     assert_eq!(got, expected());
     for (i, (s, u)) in [(2, 2), (4, 3)].into_iter().enumerate() {
-        let t = run(s, u, 27802 + i as u16).await;
+        let t = run(s, u, 27802 + i as u16, &[]).await;
         assert_eq!(t, base, "{s} shards, {u} update threads");
     }
+    // Re-sharding up and down, in and out of the single-threaded mode, while routes flow.
+    let steps = [(2, 2), (4, 3), (1, 0), (3, 1), (1, 1)];
+    let t = run(1, 0, 27805, &steps).await;
+    assert_eq!(t, base, "re-sharded through {steps:?}");
 }
