@@ -1,6 +1,7 @@
 //! Ingest of the two real full tables of the 2010 RouteViews RIB (641,957 paths): into one
 //! shard on one core (announce and best path), and through the whole pipeline to one
-//! downstream peer for each thread setting. Memory per path is the `memory` bench.
+//! downstream peer for each thread setting; and re-sharding the loaded pipeline (the pause
+//! a SIGHUP with new thread counts costs). Memory per path is the `memory` bench.
 //!
 //! `cargo bench -p ribshard-engine --bench ingest`
 
@@ -49,6 +50,17 @@ fn downstream() -> GroupSpec {
 
 /// Everything through the pipeline: two upstream peers, one downstream peer.
 fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u64 {
+    let (p, sent) = loaded(tables, shards, update_threads);
+    p.stop();
+    sent.load(Ordering::Relaxed)
+}
+
+/// A pipeline holding both tables, with one downstream peer in step; and what it was sent.
+fn loaded(
+    tables: &[Table],
+    shards: usize,
+    update_threads: usize,
+) -> (Arc<Pipeline>, Arc<AtomicU64>) {
     let p = Pipeline::start(PipelineConfig {
         shards,
         update_threads,
@@ -89,8 +101,7 @@ fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u
         }
     }
     p.barrier();
-    p.stop();
-    sent.load(Ordering::Relaxed)
+    (p, sent)
 }
 
 fn bench(c: &mut Criterion) {
@@ -120,6 +131,28 @@ fn bench(c: &mut Criterion) {
         });
     }
     g.finish();
+    // A re-shard moves every prefix to its new shard and restarts the threads; routing waits
+    // meanwhile. One iteration is two re-shards: 2x2 to 1x0 and back.
+    let mut g = c.benchmark_group("reshard-two-full-tables");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(2 * paths as u64));
+    let (p, sent) = loaded(&tables, 2, 2);
+    let before = sent.load(Ordering::Relaxed);
+    g.bench_function("2x2-to-1x0-and-back", |b| {
+        b.iter(|| {
+            let r = p.reconfigure(1, 0);
+            let back = p.reconfigure(2, 2);
+            assert_eq!(r.paths, back.paths);
+        })
+    });
+    g.finish();
+    p.barrier();
+    assert_eq!(
+        sent.load(Ordering::Relaxed),
+        before,
+        "a member in step is sent nothing by a re-shard"
+    );
+    p.stop();
 }
 
 criterion_group!(benches, bench);
