@@ -696,3 +696,68 @@ fn members_joining_together_get_the_whole_table() {
         p.stop();
     }
 }
+
+/// A member that leaves after a re-shard moved its group to another update thread leaves it
+/// there (its Leave follows the group, not the thread it joined on).
+#[test]
+fn leave_after_a_reshard_reaches_the_moved_group() {
+    let p = start(2, 2);
+    let mut joined = Vec::new();
+    // Three groups: on update threads 0, 1, 0; with three threads the third moves to 2.
+    for m in [0, 2, 3] {
+        let info = PeerInfo {
+            ebgp: m != 3,
+            address: 0x100 + m as u128,
+            peer_as: MEMBERS[m].2,
+            ..upstream(0)
+        };
+        let id = MemberId {
+            peer: member_peer(m),
+            epoch: 0,
+        };
+        let (msgs, j) = p.peer_up(
+            member_peer(m),
+            info,
+            Some((spec(m), id, Box::new(TestSink::new()))),
+        );
+        send_all(&p, msgs);
+        joined.push((m, j));
+    }
+    p.barrier();
+    let groups_on = |p: &Pipeline| -> Vec<(String, usize, usize)> {
+        let (_, threads) = p.stats();
+        let mut v: Vec<_> = threads
+            .iter()
+            .flat_map(|t| t.groups.iter())
+            .map(|g| (g.name.clone(), g.thread, g.members.len()))
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(
+        groups_on(&p),
+        [
+            ("back-to-65001".into(), 1, 1),
+            ("ibgp".into(), 0, 1),
+            ("transit".into(), 0, 1)
+        ]
+    );
+    p.reconfigure(3, 3);
+    assert_eq!(
+        groups_on(&p),
+        [
+            ("back-to-65001".into(), 1, 1),
+            ("ibgp".into(), 2, 1),
+            ("transit".into(), 0, 1)
+        ]
+    );
+    let (m, j) = joined.pop().unwrap();
+    send_all(&p, p.peer_down(member_peer(m), None, j));
+    p.barrier();
+    assert_eq!(
+        groups_on(&p),
+        [("back-to-65001".into(), 1, 1), ("transit".into(), 0, 1)],
+        "the ibgp member left its group on its new thread"
+    );
+    p.stop();
+}

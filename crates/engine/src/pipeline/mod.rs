@@ -528,9 +528,11 @@ impl Pipeline {
         let l = self.lanes();
         let mut out = Vec::new();
         if let Some(j) = &joined {
+            // Where the group is now: a re-shard since the member joined may have moved it.
+            let t = self.placement(j.group, j.update_thread);
             self.leave_group(&j.spec);
             out.push(l.routed(l.to_update(
-                j.update_thread,
+                t,
                 ToUpdate::Leave {
                     group: j.group,
                     member: j.member,
