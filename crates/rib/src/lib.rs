@@ -11,6 +11,7 @@
 pub mod attrs;
 pub mod decision;
 pub mod export;
+mod prefix_map;
 pub mod shard;
 
 pub use attrs::{Interner, LoopChecks, RouteAttrs};

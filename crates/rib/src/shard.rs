@@ -9,10 +9,10 @@
 use crate::attrs::RouteAttrs;
 use crate::decision::{best_path, compare, multipath_equal, Candidate, Options};
 use ribshard_wire::{Family, Nlri, Prefix};
-// hashbrown with its default (foldhash) hasher: the table is keyed by prefixes we do not
-// choose, but a shard is not reachable by anyone who could aim collisions at one bucket any
-// more than the sender's own table, and SipHash costs a third of the ingest time.
-use hashbrown::HashMap;
+// hashbrown with its default (foldhash) hasher inside: the table is keyed by prefixes we do
+// not choose, but a shard is not reachable by anyone who could aim collisions at one bucket
+// any more than the sender's own table, and SipHash costs a third of the ingest time.
+use crate::prefix_map::PrefixMap;
 use std::sync::Arc;
 
 pub type PeerIndex = u32;
@@ -145,7 +145,7 @@ pub struct Change {
 }
 
 pub struct Shard {
-    dests: HashMap<Prefix, Dest>,
+    dests: PrefixMap<Dest>,
     peers: Vec<PeerInfo>,
     options: Options,
     arrival: u32,
@@ -157,7 +157,7 @@ pub struct Shard {
 impl Shard {
     pub fn new(options: Options) -> Shard {
         Shard {
-            dests: HashMap::new(),
+            dests: PrefixMap::default(),
             peers: Vec::new(),
             options,
             arrival: 0,
@@ -224,7 +224,7 @@ impl Shard {
         self.arrival = self.arrival.wrapping_add(1);
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
-        let d = self.dests.entry(prefix).or_default();
+        let d = self.dests.get_or_default(prefix);
         let reported = d.reported();
         let new = Path {
             peer,
@@ -294,7 +294,7 @@ impl Shard {
                 .dests
                 .iter()
                 .filter(|(_, d)| d.paths.iter().any(|p| !p.gone && p.peer == peer))
-                .map(|(p, _)| *p)
+                .map(|(p, _)| p)
                 .collect(),
             at: 0,
         }
@@ -352,38 +352,20 @@ impl Shard {
         walk.at >= walk.prefixes.len()
     }
 
-    fn candidate(&self, p: &Path) -> Candidate {
-        let info = self.peer(p.peer);
-        let a = &p.attrs;
-        Candidate {
-            // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used.
-            local_pref: if info.ebgp {
-                100
-            } else {
-                a.local_pref.unwrap_or(100)
-            },
-            as_path_len: a.as_path_len,
-            origin: a.origin,
-            med: a.med,
-            neighbor_as: a.neighbor_as.unwrap_or(info.local_as),
-            ebgp: info.ebgp,
-            igp_cost: 0,
-            router_id: a.originator_id.unwrap_or(info.router_id),
-            cluster_list_len: a.cluster_list_len,
-            peer_address: info.address,
-            arrival: p.arrival,
+    /// The decision process over this shard's peers and options.
+    fn decider(&self) -> Decider<'_> {
+        Decider {
+            peers: &self.peers,
+            options: &self.options,
         }
     }
 
-    /// Whether a path may be chosen: it is there, import policy accepts it and it does not
-    /// loop.
+    fn candidate(&self, p: &Path) -> Candidate {
+        self.decider().candidate(p)
+    }
+
     fn eligible(&self, p: &Path) -> bool {
-        !p.gone
-            && p.attrs.loop_free
-            && self
-                .peers
-                .get(p.peer as usize)
-                .is_some_and(|i| i.import_accept)
+        self.decider().eligible(p)
     }
 
     /// The best of a prefix's eligible paths, decided now.
@@ -394,24 +376,8 @@ impl Shard {
         d.paths.get(i)
     }
 
-    /// The index of the best eligible path; `scratch` is reused between calls so deciding
-    /// allocates nothing.
     fn best_of(&self, paths: &[Path], scratch: &mut (Vec<Candidate>, Vec<usize>)) -> Option<usize> {
-        // One path (the common case for most prefixes): no candidates to build.
-        if let [only] = paths {
-            return self.eligible(only).then_some(0);
-        }
-        let (cands, index) = scratch;
-        cands.clear();
-        index.clear();
-        for (i, p) in paths.iter().enumerate() {
-            if self.eligible(p) {
-                cands.push(self.candidate(p));
-                index.push(i);
-            }
-        }
-        let i = best_path(cands, &self.options)?;
-        index.get(i).copied()
+        self.decider().best_of(paths, scratch)
     }
 
     /// The equal-cost set of a prefix (Junos `multipath`): its best eligible path first,
@@ -465,7 +431,7 @@ impl Shard {
         self.dests
             .iter()
             .filter(|(_, d)| d.flags & REPORTED != 0)
-            .map(|(p, _)| *p)
+            .map(|(p, _)| p)
             .collect()
     }
 
@@ -487,7 +453,7 @@ impl Shard {
             }
             to.arrival = to.arrival.max(self.arrival);
         }
-        for (prefix, d) in self.dests {
+        for (prefix, d) in self.dests.into_iter() {
             let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
                 continue;
             };
@@ -505,11 +471,18 @@ impl Shard {
         let journal = std::mem::take(&mut self.journal);
         let mut changes = Vec::with_capacity(journal.len());
         let mut scratch = std::mem::take(&mut self.scratch);
+        let deciding = Decider {
+            peers: &self.peers,
+            options: &self.options,
+        };
         for prefix in journal {
-            let Some(d) = self.dests.get(&prefix) else {
+            // One lookup per prefix: the decision reads the peers and options beside the
+            // table, not through the shard.
+            let Some(d) = self.dests.get_mut(&prefix) else {
                 continue;
             };
-            let best = self
+            d.flags &= !DIRTY;
+            let best = deciding
                 .best_of(&d.paths, &mut scratch)
                 .and_then(|i| d.paths.get(i))
                 .cloned();
@@ -520,22 +493,17 @@ impl Shard {
             } else {
                 None
             };
-            let mut empty = false;
-            if let Some(d) = self.dests.get_mut(&prefix) {
-                d.flags &= !DIRTY;
-                if changed {
-                    match key {
-                        Some(a) => {
-                            d.reported = a;
-                            d.flags |= REPORTED;
-                        }
-                        None => d.flags &= !REPORTED,
+            if changed {
+                match key {
+                    Some(a) => {
+                        d.reported = a;
+                        d.flags |= REPORTED;
                     }
+                    None => d.flags &= !REPORTED,
                 }
-                d.paths.retain(|p| !p.gone);
-                empty = d.paths.is_empty();
             }
-            if empty {
+            d.paths.retain(|p| !p.gone);
+            if d.paths.is_empty() {
                 self.dests.remove(&prefix);
             }
             if changed {
@@ -544,6 +512,73 @@ impl Shard {
         }
         self.scratch = scratch;
         changes
+    }
+}
+
+/// The decision process over a shard's peers and options, apart from its table, so a table
+/// entry can be decided while it is borrowed for change.
+struct Decider<'a> {
+    peers: &'a [PeerInfo],
+    options: &'a Options,
+}
+
+impl Decider<'_> {
+    fn candidate(&self, p: &Path) -> Candidate {
+        let info = self
+            .peers
+            .get(p.peer as usize)
+            .copied()
+            .unwrap_or(PeerInfo::NONE);
+        let a = &p.attrs;
+        Candidate {
+            // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used.
+            local_pref: if info.ebgp {
+                100
+            } else {
+                a.local_pref.unwrap_or(100)
+            },
+            as_path_len: a.as_path_len,
+            origin: a.origin,
+            med: a.med,
+            neighbor_as: a.neighbor_as.unwrap_or(info.local_as),
+            ebgp: info.ebgp,
+            igp_cost: 0,
+            router_id: a.originator_id.unwrap_or(info.router_id),
+            cluster_list_len: a.cluster_list_len,
+            peer_address: info.address,
+            arrival: p.arrival,
+        }
+    }
+
+    /// Whether a path may be chosen: it is there, import policy accepts it and it does not
+    /// loop.
+    fn eligible(&self, p: &Path) -> bool {
+        !p.gone
+            && p.attrs.loop_free
+            && self
+                .peers
+                .get(p.peer as usize)
+                .is_some_and(|i| i.import_accept)
+    }
+
+    /// The index of the best eligible path; `scratch` is reused between calls so deciding
+    /// allocates nothing.
+    fn best_of(&self, paths: &[Path], scratch: &mut (Vec<Candidate>, Vec<usize>)) -> Option<usize> {
+        // One path (the common case for most prefixes): no candidates to build.
+        if let [only] = paths {
+            return self.eligible(only).then_some(0);
+        }
+        let (cands, index) = scratch;
+        cands.clear();
+        index.clear();
+        for (i, p) in paths.iter().enumerate() {
+            if self.eligible(p) {
+                cands.push(self.candidate(p));
+                index.push(i);
+            }
+        }
+        let i = best_path(cands, self.options)?;
+        index.get(i).copied()
     }
 }
 
