@@ -59,6 +59,9 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
             route_server_client: p.route_server_client,
             next_hop_self: p.next_hop_self,
             loops: p.loops,
+            global_as: c.local_as,
+            local_as_private: p.local_as_private,
+            no_prepend_global_as: p.no_prepend_global_as,
         },
     }
 }

@@ -913,3 +913,69 @@ fn sighup_reshards_with_sessions_up() {
     assert_eq!(before, after, "the BIRD sessions never went down");
     assert!(!log_of(&dir).contains("neighbor down"), "{}", log_of(&dir));
 }
+
+/// Junos `local-as` towards one BIRD (ribshard is AS65040, and AS65100 to that BIRD), eBGP
+/// transit to another: by default the BIRD behind the local AS sees paths with the local AS
+/// then the global one, and its routes reach the other BIRD with the local AS in front; with
+/// `no-prepend-global-as` and `local-as-private`, neither.
+#[test]
+fn local_as_towards_bird() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("local-as");
+    let (port_r, port_a, port_b) = (27991, 27992, 27993);
+    let mut birds = Vec::new();
+    for (addr, asn, as_seen, port, route) in [
+        ("127.0.0.41", 65041, 65100, port_a, "203.0.113.0/24"),
+        ("127.0.0.45", 65045, 65040, port_b, "198.18.0.0/15"),
+    ] {
+        let d = dir.join(format!("bird{asn}"));
+        std::fs::create_dir_all(&d).unwrap();
+        birds.push(Bird::start(
+            &d,
+            &bird_peer(addr, asn, port, as_seen, port_r, &[route]),
+        ));
+    }
+    let path_at = |b: &Bird, p: &str| -> String {
+        b.cmd(&format!("show route all {p}"))
+            .lines()
+            .find_map(|l| l.trim().strip_prefix("BGP.as_path: ").map(str::to_string))
+            .unwrap_or_default()
+    };
+    for (options, to_a, to_b) in [
+        ("", "65100 65040 65045", "65040 65100 65041"),
+        (
+            "local-as-private = true\nno-prepend-global-as = true\n",
+            "65100 65045",
+            "65040 65041",
+        ),
+    ] {
+        let config = ribshard_routing(
+            port_r,
+            &[
+                ribshard_group(
+                    "old-as",
+                    "external",
+                    Some(65041),
+                    &format!("local-as = 65100\n{options}"),
+                    &[("127.0.0.41", port_a)],
+                ),
+                ribshard_group("b", "external", Some(65045), "", &[("127.0.0.45", port_b)]),
+            ],
+        );
+        let (rs, _) = ribshard(&dir, &config);
+        assert!(
+            wait(40, || path_at(&birds[0], "198.18.0.0/15") == to_a
+                && path_at(&birds[1], "203.0.113.0/24") == to_b),
+            "options {options:?}: A sees {:?} (want {to_a}), B sees {:?} (want {to_b})\n{}",
+            path_at(&birds[0], "198.18.0.0/15"),
+            path_at(&birds[1], "203.0.113.0/24"),
+            log_of(&dir)
+        );
+        drop(rs);
+        // Both BIRDs notice the session is gone before the next run.
+        assert!(wait(20, || !birds[0].established("ribsh")
+            && !birds[1].established("ribsh")));
+    }
+}

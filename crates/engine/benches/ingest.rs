@@ -33,6 +33,7 @@ fn downstream() -> GroupSpec {
         name: "downstream".into(),
         kind: GroupKind::External,
         local_as: LOCAL_AS,
+        global_as: None,
         peer_as: 64900,
         router_id: std::net::Ipv4Addr::new(192, 0, 2, 1),
         next_hop_self: true,

@@ -56,6 +56,14 @@ pub struct Routing {
     pub next_hop_self: Option<bool>,
     /// Our AS may appear this many times minus one in a received AS_PATH (Junos `loops`).
     pub loops: u8,
+    /// Our global AS when the session's `local_as` is a Junos `local-as` other than it (0:
+    /// none). Towards an external neighbor, routes sent then carry the local AS and the
+    /// global one, and routes received get the local AS in front.
+    pub global_as: u32,
+    /// Junos `local-as ... private`: received routes do not get the local AS in front.
+    pub local_as_private: bool,
+    /// Junos `local-as ... no-prepend-global-as`: routes sent carry the local AS only.
+    pub no_prepend_global_as: bool,
 }
 
 impl Default for Routing {
@@ -69,6 +77,9 @@ impl Default for Routing {
             route_server_client: false,
             next_hop_self: None,
             loops: 1,
+            global_as: 0,
+            local_as_private: false,
+            no_prepend_global_as: false,
         }
     }
 }

@@ -116,6 +116,7 @@ fn spec(m: usize) -> GroupSpec {
         name: name.into(),
         kind,
         local_as: LOCAL_AS,
+        global_as: None,
         peer_as,
         router_id: Ipv4Addr::new(192, 0, 2, 1),
         next_hop_self: kind == GroupKind::External,
@@ -234,6 +235,7 @@ impl Pool {
                     loops: 1,
                     router_id: u32::from(Ipv4Addr::new(192, 0, 2, 1)),
                     cluster_ids: vec![CLUSTER],
+                    ..LoopChecks::default()
                 };
                 Arc::new(RouteAttrs::from_attributes(
                     &PathAttributes::canonical(v),

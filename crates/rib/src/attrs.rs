@@ -31,6 +31,23 @@ pub struct LoopChecks {
     /// Our cluster ids: a CLUSTER_LIST holding one of them is a reflection loop (RFC 4456
     /// section 8).
     pub cluster_ids: Vec<u32>,
+    /// Our global AS when `local_as` is a Junos `local-as` other than it: a path holding
+    /// either is ours.
+    pub global_as: Option<u32>,
+    /// The path starts with our local AS, put there on receipt ([`Ingress::prepend`]): that
+    /// occurrence is not a loop.
+    pub prepended: bool,
+}
+
+/// What a session changes in an attribute set as it takes it in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Ingress {
+    /// RFC 9234 section 5: an OTC attribute of this AS, for a path from a provider, peer or
+    /// route server that has none.
+    pub otc: Option<u32>,
+    /// Junos `local-as` (without `private`): this AS put at the front of the AS_PATH, so the
+    /// path looks as if it came through the local AS.
+    pub prepend: Option<u32>,
 }
 
 /// An interned attribute set with the decision inputs read from it once.
@@ -134,8 +151,15 @@ impl RouteAttrs {
                 .and_then(|s| s.asns().next());
             own = path
                 .segments()
-                .map(|s| s.asns().filter(|&x| x == checks.local_as).count())
+                .map(|s| {
+                    s.asns()
+                        .filter(|&x| x == checks.local_as || Some(x) == checks.global_as)
+                        .count()
+                })
                 .sum();
+            if checks.prepended {
+                own = own.saturating_sub(1);
+            }
         }
         a.originator_id = v.originator_id.map(u32::from);
         let clusters: Vec<u32> = v
@@ -286,19 +310,33 @@ impl Interner {
         a
     }
 
-    /// As [`Interner::intern`], with an OTC attribute of this AS added (RFC 9234 section 5:
-    /// a path from a provider, peer or route server that has none gets the neighbor's AS).
-    pub fn intern_with_otc(
+    /// As [`Interner::intern`], with the session's changes on receipt ([`Ingress`]).
+    pub fn intern_with(
         &mut self,
         view: &AttrsView<'_>,
         params: &SessionParams,
         next_hop: &[u8],
-        otc: u32,
+        ingress: Ingress,
     ) -> Arc<RouteAttrs> {
         let mut key = std::mem::take(&mut self.scratch);
         normalized_key(view, params, next_hop, &mut key);
-        key.extend_from_slice(&[flags::OPTIONAL | flags::TRANSITIVE, attr::OTC, 4]);
-        key.extend_from_slice(&otc.to_be_bytes());
+        if let Some(asn) = ingress.prepend {
+            // Rare (sessions with a `local-as`): rebuilt through the owned model.
+            let n = 1 + usize::from(key.first().copied().unwrap_or(0));
+            let mut a = match parse_attributes_only(key.get(n..).unwrap_or(&[]), &NORMALIZED) {
+                Ok(p) => PathAttributes::from_view(&p.attrs, &NORMALIZED),
+                Err(_) => PathAttributes::default(),
+            };
+            crate::export::prepend(&mut a, asn);
+            key.truncate(n);
+            for x in &a.list {
+                x.encode(&NORMALIZED, &mut key);
+            }
+        }
+        if let Some(otc) = ingress.otc {
+            key.extend_from_slice(&[flags::OPTIONAL | flags::TRANSITIVE, attr::OTC, 4]);
+            key.extend_from_slice(&otc.to_be_bytes());
+        }
         let a = self.intern_key(&key);
         self.scratch = key;
         a

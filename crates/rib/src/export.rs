@@ -55,6 +55,10 @@ pub struct GroupSpec {
     pub kind: GroupKind,
     /// Our AS towards the group (Junos `local-as` per group).
     pub local_as: u32,
+    /// With a `local-as` other than our global AS on an external group: the global AS, put
+    /// in the AS_PATH after the local AS (Junos' default; `None` with `no-prepend-global-as`
+    /// and without `local-as`).
+    pub global_as: Option<u32>,
     /// The members' AS (one per update group for external groups).
     pub peer_as: u32,
     pub router_id: Ipv4Addr,
@@ -143,6 +147,10 @@ pub fn export(
     let mut next_hop_self = spec.next_hop_self;
     match spec.kind {
         GroupKind::External => {
+            // Junos `local-as`: the peer sees the local AS, then the global one.
+            if let Some(g) = spec.global_as {
+                prepend(&mut a, g);
+            }
             prepend(&mut a, spec.local_as);
             a.remove(attr::LOCAL_PREF);
             a.remove(attr::MULTI_EXIT_DISC);
@@ -239,7 +247,8 @@ fn only_to_customer(a: &mut PathAttributes, role: u8, local_as: u32) -> bool {
 }
 
 /// Prepends an AS to AS_PATH (RFC 4271 section 5.1.2).
-fn prepend(a: &mut PathAttributes, asn: u32) {
+/// Puts an AS at the front of the AS_PATH (RFC 4271 section 5.1.2), creating one if absent.
+pub(crate) fn prepend(a: &mut PathAttributes, asn: u32) {
     let mut path = a.as_path().cloned().unwrap_or_default();
     match path.segments.first_mut() {
         Some(s) if s.kind == segment::AS_SEQUENCE && s.asns.len() < 255 => s.asns.insert(0, asn),

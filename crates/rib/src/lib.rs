@@ -14,7 +14,7 @@ pub mod export;
 mod prefix_map;
 pub mod shard;
 
-pub use attrs::{Interner, LoopChecks, RouteAttrs};
+pub use attrs::{Ingress, Interner, LoopChecks, RouteAttrs};
 pub use decision::{best_path, compare, multipath_equal, Candidate, Multipath, Options};
 pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
 pub use shard::{shard_of, Change, Path, PeerIndex, PeerInfo, Shard, Walk, WalkOp};

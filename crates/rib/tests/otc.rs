@@ -38,6 +38,7 @@ fn spec(kind: GroupKind, role: Option<u8>) -> GroupSpec {
         name: "g".into(),
         kind,
         local_as: LOCAL_AS,
+        global_as: None,
         peer_as: 65099,
         router_id: Ipv4Addr::new(192, 0, 2, 1),
         next_hop_self: true,
@@ -156,7 +157,15 @@ fn interning_with_otc_adds_exactly_one_attribute() {
     let u = parse_update(&msg[19..], &params()).unwrap();
     let mut i = Interner::new(LoopChecks::default());
     let nh = [198, 51, 100, 1];
-    let with = i.intern_with_otc(&u.attrs, &params(), &nh, 65001);
+    let with = i.intern_with(
+        &u.attrs,
+        &params(),
+        &nh,
+        ribshard_rib::Ingress {
+            otc: Some(65001),
+            prepend: None,
+        },
+    );
     let without = i.intern(&u.attrs, &params(), &nh);
     assert!(!std::sync::Arc::ptr_eq(&with, &without));
     assert_eq!(

@@ -68,6 +68,10 @@ pub struct Peer {
     pub add_path_send: bool,
     /// Junos `loops`: our AS may appear `loops - 1` times in a received AS_PATH.
     pub loops: u8,
+    /// With a `local-as` other than `bgp.local-as`: received routes do not get it in front.
+    pub local_as_private: bool,
+    /// With a `local-as` other than `bgp.local-as`: routes sent carry it but not the global AS.
+    pub no_prepend_global_as: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -444,6 +448,21 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                     "must differ from our AS for an external peer (or use type = \"internal\")",
                 );
             }
+            let local_as_private = pick!(local_as_private).unwrap_or(false);
+            let no_prepend_global_as = pick!(no_prepend_global_as).unwrap_or(false);
+            for (set, key) in [
+                (local_as_private, "local-as-private"),
+                (no_prepend_global_as, "no-prepend-global-as"),
+            ] {
+                if set && (peer_local_as == local_as || group_type == GroupType::Internal) {
+                    invalid(
+                        &mut errs,
+                        format!("{gk}.{key}"),
+                        "true",
+                        "applies only with a local-as other than bgp.local-as, on external groups",
+                    );
+                }
+            }
             let cluster = pick!(cluster);
             if cluster.is_some() && group_type == GroupType::External {
                 invalid(
@@ -507,6 +526,8 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 add_path_receive: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "receive")),
                 add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send")),
                 loops: pick!(loops).unwrap_or(1),
+                local_as_private,
+                no_prepend_global_as,
             });
         }
     }

@@ -14,8 +14,16 @@ macro_rules! with_peer_settings {
             $(pub $field: $ty,)*
             /// The neighbor's AS.
             pub peer_as: Option<u32>,
-            /// Our AS towards these peers, if not `bgp.local-as` (Junos `local-as`).
+            /// Our AS towards these peers, if not `bgp.local-as` (Junos `local-as`). Towards
+            /// external peers, routes sent carry it and then the global AS, and routes received
+            /// get it put in front, unless the two options below say otherwise.
             pub local_as: Option<u32>,
+            /// Junos `local-as ... private`: routes received from these peers do not get the
+            /// local AS put in front. Default false.
+            pub local_as_private: Option<bool>,
+            /// Junos `local-as ... no-prepend-global-as`: routes sent to these peers carry the
+            /// local AS only. Default false.
+            pub no_prepend_global_as: Option<bool>,
             /// Proposed hold time, seconds: 0 (no keepalives) or 3 to 65535. Default 90.
             pub hold_time: Option<u16>,
             /// Seconds between connection attempts. Default 30.

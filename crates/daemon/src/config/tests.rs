@@ -223,3 +223,31 @@ fn missing_and_semantic_errors() {
         ]
     );
 }
+
+#[test]
+fn local_as_options() {
+    let group = "[[bgp.group]]\nname = \"old-as\"\ntype = \"external\"\npeer-as = 65001\n";
+    let c = load_str(&format!(
+        "{HEAD}{group}local-as = 65100\nlocal-as-private = true\n\
+         [[bgp.group.neighbor]]\naddress = \"192.0.2.2\"\nno-prepend-global-as = true\n"
+    ))
+    .unwrap();
+    let p = &c.peers[0];
+    assert_eq!((c.local_as, p.local_as), (65000, 65100));
+    assert!(p.local_as_private && p.no_prepend_global_as);
+    // Without a local-as of its own, the options have nothing to act on.
+    let e = errors(&format!(
+        "{HEAD}{group}no-prepend-global-as = true\n[[bgp.group.neighbor]]\naddress = \"192.0.2.2\"\n"
+    ));
+    assert_eq!(
+        e,
+        [(
+            Some(8),
+            "bgp.group[0].no-prepend-global-as".into(),
+            ErrorKind::Invalid {
+                value: "true".into(),
+                why: "applies only with a local-as other than bgp.local-as, on external groups",
+            }
+        )]
+    );
+}

@@ -12,7 +12,7 @@ use ribshard_adjout::MemberId;
 use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
 use ribshard_rib::attrs::next_hop_of;
 use ribshard_rib::shard::families;
-use ribshard_rib::{GroupKind, GroupSpec, Interner, LoopChecks, PeerInfo};
+use ribshard_rib::{GroupKind, GroupSpec, Ingress, Interner, LoopChecks, PeerInfo};
 use ribshard_wire::message::{MessageType, HEADER_LEN, MAX_MESSAGE_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub, Notification};
 use ribshard_wire::{
@@ -442,6 +442,8 @@ struct Session {
     interner: Option<Interner>,
     batcher: Option<Batcher>,
     joined: Option<Joined>,
+    /// Junos `local-as` without `private`: this AS goes in front of received AS_PATHs.
+    ingress_prepend: Option<u32>,
     epoch: u32,
     /// Families whose routes are kept stale for a restarting neighbor, and until when.
     stale: Option<([bool; 2], Instant)>,
@@ -489,6 +491,7 @@ impl Session {
             interner: None,
             batcher: None,
             joined: None,
+            ingress_prepend: None,
             epoch: 0,
             stale: None,
             admin_down: false,
@@ -929,6 +932,10 @@ impl Session {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
         let (leak, add_otc) = self.only_to_customer(parsed.attrs.otc);
+        let ingress = Ingress {
+            otc: add_otc,
+            prepend: self.ingress_prepend,
+        };
         if leak && (!parsed.nlri.is_empty() || parsed.attrs.mp_reach.is_some()) {
             debug!(peer = %self.name(), otc = ?parsed.attrs.otc, "route leak (RFC 9234 section 5): the UPDATE's routes are ineligible");
         }
@@ -970,9 +977,10 @@ impl Session {
                 };
                 let attrs = pipe.as_mut().filter(|_| !leak).map(|(_, interner)| {
                     let nh = next_hop_of(&parsed.attrs, in_mp);
-                    match add_otc {
-                        Some(asn) => interner.intern_with_otc(&parsed.attrs, &params, nh, asn),
-                        None => interner.intern(&parsed.attrs, &params, nh),
+                    if ingress == Ingress::default() {
+                        interner.intern(&parsed.attrs, &params, nh)
+                    } else {
+                        interner.intern_with(&parsed.attrs, &params, nh, ingress)
                     }
                 });
                 for n in run.iter() {
@@ -1102,11 +1110,22 @@ impl Session {
             },
             rs_client: r.route_server_client,
         };
+        // Junos `local-as` towards an external neighbor (not a route server client, whose
+        // paths pass unchanged): the neighbor sees the local AS and, unless
+        // no-prepend-global-as, the global one; its routes get the local AS in front unless
+        // private. Both ASes are ours for loop detection.
+        let masquerade = !self.s.internal
+            && !r.route_server_client
+            && r.global_as != 0
+            && r.global_as != self.s.local_as;
+        self.ingress_prepend = (masquerade && !r.local_as_private).then_some(self.s.local_as);
         self.interner = Some(Interner::new(LoopChecks {
             local_as: self.s.local_as,
             loops: r.loops,
             router_id: u32::from(self.s.router_id),
             cluster_ids: r.cluster_ids.clone(),
+            global_as: masquerade.then_some(r.global_as),
+            prepended: self.ingress_prepend.is_some(),
         }));
         self.batcher = Some(p.batcher(peer));
         let kind = if r.route_server_client {
@@ -1130,6 +1149,7 @@ impl Session {
             name: r.group.clone(),
             kind,
             local_as: self.s.local_as,
+            global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
             peer_as: if kind == GroupKind::External {
                 self.s.peer_as
             } else {

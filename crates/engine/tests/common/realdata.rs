@@ -38,6 +38,7 @@ pub fn load(asns: &[u32]) -> Option<Vec<Table>> {
                             loops: 1,
                             router_id: 0xc000_0201,
                             cluster_ids: vec![],
+                            ..LoopChecks::default()
                         });
                         tables.push((
                             i as u16,
