@@ -54,6 +54,47 @@ protocol bgp ribsh {{
     )
 }
 
+/// ribshard's groups for [`rs_client_birds`]: each client in a route server group of its own.
+fn rs_client_groups(port_a: u16, port_b: u16) -> String {
+    [
+        ("ixp-a", 65041, "127.0.0.41", port_a),
+        ("ixp-b", 65045, "127.0.0.45", port_b),
+    ]
+    .map(|(name, asn, addr, port)| {
+        ribshard_group(
+            name,
+            "external",
+            Some(asn),
+            "route-server-client = true\n",
+            &[(addr, port)],
+        )
+    })
+    .concat()
+}
+
+/// A BIRD as a client of ribshard as a route server (AS65040 on 127.0.0.40:`port_r`): paths
+/// from a route server do not start with its AS.
+fn rs_client_bird_conf(addr: &str, asn: u32, port: u16, port_r: u16, routes: &[&str]) -> String {
+    bird_peer(addr, asn, port, 65040, port_r, routes)
+        .replace("strict bind on;", "strict bind on; enforce first as off;")
+}
+
+/// Two route server clients: AS65041 on 127.0.0.41:`port_a` announcing 203.0.113.0/24 and
+/// AS65045 on 127.0.0.45:`port_b` announcing 198.18.0.0/15, each in `dir`/bird<AS>.
+fn rs_client_birds(dir: &Path, port_r: u16, port_a: u16, port_b: u16) -> Vec<Bird> {
+    [
+        ("127.0.0.41", 65041, port_a, "203.0.113.0/24"),
+        ("127.0.0.45", 65045, port_b, "198.18.0.0/15"),
+    ]
+    .into_iter()
+    .map(|(addr, asn, port, route)| {
+        let d = dir.join(format!("bird{asn}"));
+        std::fs::create_dir_all(&d).unwrap();
+        Bird::start(&d, &rs_client_bird_conf(addr, asn, port, port_r, &[route]))
+    })
+    .collect()
+}
+
 fn ribshard_group(
     name: &str,
     kind: &str,
@@ -344,20 +385,7 @@ fn transparent_route_server_between_three_peers() {
         &ribshard_routing(
             port_r,
             &[
-                ribshard_group(
-                    "ixp-a",
-                    "external",
-                    Some(65041),
-                    "route-server-client = true\n",
-                    &[("127.0.0.41", port_a)],
-                ),
-                ribshard_group(
-                    "ixp-b",
-                    "external",
-                    Some(65045),
-                    "route-server-client = true\n",
-                    &[("127.0.0.45", port_b)],
-                ),
+                rs_client_groups(port_a, port_b),
                 ribshard_group(
                     "ixp-g",
                     "external",
@@ -368,18 +396,7 @@ fn transparent_route_server_between_three_peers() {
             ],
         ),
     );
-    let mut birds = Vec::new();
-    for (addr, asn, port, route) in [
-        ("127.0.0.41", 65041, port_a, "203.0.113.0/24"),
-        ("127.0.0.45", 65045, port_b, "198.18.0.0/15"),
-    ] {
-        let d = dir.join(format!("bird{asn}"));
-        std::fs::create_dir_all(&d).unwrap();
-        // A route server's clients see paths that do not start with its AS.
-        let conf = bird_peer(addr, asn, port, 65040, port_r, &[route])
-            .replace("strict bind on;", "strict bind on; enforce first as off;");
-        birds.push(Bird::start(&d, &conf));
-    }
+    let birds = rs_client_birds(&dir, port_r, port_a, port_b);
     let g = GoBgp::start(&dir, port_g, port_r, false);
     gobgp_originate(
         &g,
@@ -796,22 +813,7 @@ fn sighup_reshards_with_sessions_up() {
     let config = |shards: u32, threads: u32, extra: &str| {
         ribshard_routing(
             port_r,
-            &[
-                ribshard_group(
-                    "ixp-a",
-                    "external",
-                    Some(65041),
-                    "route-server-client = true\n",
-                    &[("127.0.0.41", port_a)],
-                ),
-                ribshard_group(
-                    "ixp-b",
-                    "external",
-                    Some(65045),
-                    "route-server-client = true\n",
-                    &[("127.0.0.45", port_b)],
-                ),
-            ],
+            &[rs_client_groups(port_a, port_b)],
         )
         .replace(
             "number-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n",
@@ -836,22 +838,11 @@ fn sighup_reshards_with_sessions_up() {
             log_of(&dir)
         );
     };
-    let bird_conf = |addr: &str, asn: u32, port: u16, routes: &[&str]| {
-        bird_peer(addr, asn, port, 65040, port_r, routes)
-            .replace("strict bind on;", "strict bind on; enforce first as off;")
-    };
-    let mut birds = Vec::new();
-    for (addr, asn, port, route) in [
-        ("127.0.0.41", 65041, port_a, "203.0.113.0/24"),
-        ("127.0.0.45", 65045, port_b, "198.18.0.0/15"),
-    ] {
-        let d = dir.join(format!("bird{asn}"));
-        std::fs::create_dir_all(&d).unwrap();
-        birds.push((
-            d.clone(),
-            Bird::start(&d, &bird_conf(addr, asn, port, &[route])),
-        ));
-    }
+    let birds: Vec<(std::path::PathBuf, Bird)> = ["bird65041", "bird65045"]
+        .into_iter()
+        .map(|d| dir.join(d))
+        .zip(rs_client_birds(&dir, port_r, port_a, port_b))
+        .collect();
     let at = |b: &Bird, p: &str| b.cmd(&format!("show route all {p}"));
     assert!(
         wait(40, || at(&birds[0].1, "198.18.0.0/15")
@@ -893,7 +884,7 @@ fn sighup_reshards_with_sessions_up() {
     );
     // After the re-shards: a new route from one BIRD, and a withdrawal, reach the other.
     let (d, b) = &birds[0];
-    let text = bird_conf("127.0.0.41", 65041, port_a, &["192.0.2.0/24"]);
+    let text = rs_client_bird_conf("127.0.0.41", 65041, port_a, port_r, &["192.0.2.0/24"]);
     std::fs::write(
         d.join("bird.conf"),
         text.replace("DIR", d.to_str().unwrap()),

@@ -2,21 +2,17 @@
 //! global AS (unless `no-prepend-global-as`); routes received get the local AS in front
 //! (unless `private`), which is not a loop, while either AS further along is.
 
+mod common;
+
+use common::params;
 use ribshard_rib::attrs::Interner;
 use ribshard_rib::{export, GroupKind, GroupSpec, Ingress, LoopChecks, PeerInfo, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{parse_update, Family, Nlri, Origin, Prefix, SessionParams, UpdateBuilder};
+use ribshard_wire::{parse_update, Family, Origin, UpdateBuilder};
 use std::net::Ipv4Addr;
 
 const GLOBAL: u32 = 65000;
 const LOCAL: u32 = 65100;
-
-fn params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
 
 fn path_of(a: &RouteAttrs) -> Vec<u32> {
     a.attributes()
@@ -66,18 +62,7 @@ fn sent(spec: &GroupSpec) -> Vec<u32> {
     };
     let e = export(spec, &src, &a, Family::Ipv4Unicast).unwrap();
     // Decode what the group would send.
-    let mut msg = Vec::new();
-    UpdateBuilder::new(params())
-        .announce(
-            &e.attrs,
-            Family::Ipv4Unicast,
-            &e.mp_next_hop,
-            &[Nlri::new(
-                Prefix::v4(Ipv4Addr::new(203, 0, 113, 0), 24).unwrap(),
-            )],
-            &mut msg,
-        )
-        .unwrap();
+    let msg = common::update_for(&e.attrs, &e.mp_next_hop);
     let u = parse_update(&msg[19..], &params()).unwrap();
     u.attrs
         .reconstructed_as_path()
@@ -102,17 +87,7 @@ fn received(path: &[u32], ingress: Ingress) -> std::sync::Arc<RouteAttrs> {
         AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 1)),
         AttrValue::Communities(vec![65099 << 16 | 7]),
     ]));
-    let mut msg = Vec::new();
-    b.announce(
-        &enc,
-        Family::Ipv4Unicast,
-        &[],
-        &[Nlri::new(
-            Prefix::v4(Ipv4Addr::new(203, 0, 113, 0), 24).unwrap(),
-        )],
-        &mut msg,
-    )
-    .unwrap();
+    let msg = common::update_for(&enc, &[]);
     let u = parse_update(&msg[19..], &params()).unwrap();
     let mut i = Interner::new(LoopChecks {
         local_as: LOCAL,

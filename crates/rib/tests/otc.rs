@@ -2,22 +2,17 @@
 //! which get OTC added. Ingress (leaks refused, OTC added from providers, peers and route
 //! servers) is tested with sessions in crates/engine/tests/route_leaks.rs.
 
+mod common;
+
+use common::params;
 use ribshard_rib::attrs::Interner;
 use ribshard_rib::{export, GroupKind, GroupSpec, LoopChecks, PeerInfo, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::role;
-use ribshard_wire::{parse_update, Family, Origin, SessionParams, UpdateBuilder};
-use ribshard_wire::{Nlri, Prefix};
+use ribshard_wire::{parse_update, Family, Origin, UpdateBuilder};
 use std::net::Ipv4Addr;
 
 const LOCAL_AS: u32 = 65000;
-
-fn params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
 
 fn attrs(otc: Option<u32>) -> RouteAttrs {
     let mut v = vec![
@@ -69,18 +64,7 @@ fn src() -> PeerInfo {
 fn otc_sent(kind: GroupKind, role: Option<u8>, otc: Option<u32>) -> Option<Option<u32>> {
     let e = export(&spec(kind, role), &src(), &attrs(otc), Family::Ipv4Unicast)?;
     // Decode what the group would send.
-    let b = UpdateBuilder::new(params());
-    let mut msg = Vec::new();
-    b.announce(
-        &e.attrs,
-        Family::Ipv4Unicast,
-        &e.mp_next_hop,
-        &[Nlri::new(
-            Prefix::v4(Ipv4Addr::new(203, 0, 113, 0), 24).unwrap(),
-        )],
-        &mut msg,
-    )
-    .unwrap();
+    let msg = common::update_for(&e.attrs, &e.mp_next_hop);
     let u = parse_update(&msg[19..], &params()).unwrap();
     Some(u.attrs.otc)
 }
@@ -143,17 +127,7 @@ fn interning_with_otc_adds_exactly_one_attribute() {
         AttrValue::AsPath(AsPath::sequence([65001])),
         AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 1)),
     ]));
-    let mut msg = Vec::new();
-    b.announce(
-        &enc,
-        Family::Ipv4Unicast,
-        &[],
-        &[Nlri::new(
-            Prefix::v4(Ipv4Addr::new(203, 0, 113, 0), 24).unwrap(),
-        )],
-        &mut msg,
-    )
-    .unwrap();
+    let msg = common::update_for(&enc, &[]);
     let u = parse_update(&msg[19..], &params()).unwrap();
     let mut i = Interner::new(LoopChecks::default());
     let nh = [198, 51, 100, 1];

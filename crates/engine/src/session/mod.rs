@@ -304,38 +304,26 @@ async fn deliver(
                     target: Target::Shard(i, _),
                     ..
                 })) => match lanes.shard(*i) {
-                    Some(s) => s.reserve().await.ok().map(|permit| {
-                        if let Some(Out::Pipe(Routed {
-                            target: Target::Shard(_, m),
-                            more,
-                            ..
-                        })) = pending.pop_front()
-                        {
-                            permit.send(m);
-                            more
-                        } else {
-                            false
-                        }
-                    }),
+                    Some(s) => {
+                        send_front(pending, s, |t| match t {
+                            Target::Shard(_, m) => Some(m),
+                            Target::Update(..) => None,
+                        })
+                        .await
+                    }
                     None => None,
                 },
                 Some(Out::Pipe(Routed {
                     target: Target::Update(i, _),
                     ..
                 })) => match lanes.update(*i) {
-                    Some(s) => s.reserve().await.ok().map(|permit| {
-                        if let Some(Out::Pipe(Routed {
-                            target: Target::Update(_, m),
-                            more,
-                            ..
-                        })) = pending.pop_front()
-                        {
-                            permit.send(m);
-                            more
-                        } else {
-                            false
-                        }
-                    }),
+                    Some(s) => {
+                        send_front(pending, s, |t| match t {
+                            Target::Update(_, m) => Some(m),
+                            Target::Shard(..) => None,
+                        })
+                        .await
+                    }
                     None => None,
                 },
                 _ => None,
@@ -351,6 +339,23 @@ async fn deliver(
             }
         }
     }
+}
+
+/// Sends the pipeline message at the front of `pending` on `to` once it has room: `Some`
+/// with whether more parts of it follow, `None` if the channel is closed. Cancel-safe.
+async fn send_front<M>(
+    pending: &mut VecDeque<Out>,
+    to: &mpsc::Sender<M>,
+    take: impl FnOnce(Target) -> Option<M>,
+) -> Option<bool> {
+    let permit = to.reserve().await.ok()?;
+    let Some(Out::Pipe(r)) = pending.pop_front() else {
+        return Some(false);
+    };
+    if let Some(m) = take(r.target) {
+        permit.send(m);
+    }
+    Some(r.more)
 }
 
 /// Answers a connection we will not take with a NOTIFICATION, then closes it.
