@@ -915,7 +915,7 @@ fn local_as_towards_bird() {
         return;
     }
     let dir = tempdir("local-as");
-    let (port_r, port_a, port_b) = (27991, 27992, 27993);
+    let (port_r, port_a, port_b) = (28021, 28022, 28023);
     let mut birds = Vec::new();
     for (addr, asn, as_seen, port, route) in [
         ("127.0.0.41", 65041, 65100, port_a, "203.0.113.0/24"),
