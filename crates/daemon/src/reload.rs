@@ -1,19 +1,37 @@
 //! Configuration reload (SIGHUP): what differs between the running configuration and the
-//! file, what is applied with every session kept up, and what waits for a restart.
+//! file, what is applied with sessions kept up, and what waits for a restart.
 //!
-//! Applied live today: `rib-sharding.number-of-shards` and `update-threading.number-of-threads`
-//! (the pipeline re-shards; Junos restarts its routing daemon for this). Everything else that
-//! changed is named in the log as waiting for a restart, never half applied.
+//! Applied live: `rib-sharding.number-of-shards` and `update-threading.number-of-threads`
+//! (the pipeline re-shards; Junos restarts its routing daemon for this) and the neighbors: a
+//! neighbor no longer configured is sent Cease / Peer De-configured and its routes go; a new
+//! one gets a session; one whose session settings differ (anything of its own, or inherited:
+//! `local-as`, `router-id`, policies, timers, ...) is sent Cease / Other Configuration Change
+//! (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`
+//! and `write-queue-high-water` wait for a restart, and are named in the log.
 
-use crate::config::{Config, Peer};
+use crate::config::Config;
+use crate::run::settings;
+use ribshard_engine::PeerSettings;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+
+/// What a reload does to one neighbor; sessions are named by peer index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NeighborChange {
+    Removed(usize),
+    /// Its session restarts with these settings.
+    Changed(usize, PeerSettings),
+    Added(PeerSettings),
+}
 
 /// What a reload does.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Plan {
     /// New (shards, update threads) as the pipeline runs them, when they change.
     pub threading: Option<(usize, usize)>,
+    /// Removals first, then changes, then additions (an address given up is free before it
+    /// is taken again).
+    pub neighbors: Vec<NeighborChange>,
     /// Changes that take effect only at the next start, in words an operator can act on.
     pub needs_restart: Vec<String>,
 }
@@ -30,8 +48,9 @@ pub fn threads_of(c: &Config) -> (usize, usize) {
     (s, u)
 }
 
-/// Compares the running configuration with a newly loaded one.
-pub fn plan(running: &Config, new: &Config) -> Plan {
+/// Compares the running configuration, whose neighbors run as `active` (peer index and
+/// session settings), with a newly loaded one.
+pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) -> Plan {
     let mut p = Plan::default();
     if threads_of(running) != threads_of(new) {
         p.threading = Some(threads_of(new));
@@ -41,8 +60,6 @@ pub fn plan(running: &Config, new: &Config) -> Plan {
             p.needs_restart.push(what.to_string());
         }
     };
-    restart(running.local_as != new.local_as, "bgp.local-as");
-    restart(running.router_id != new.router_id, "bgp.router-id");
     restart(running.listen != new.listen, "bgp.listen");
     restart(
         running.path_selection != new.path_selection,
@@ -52,40 +69,42 @@ pub fn plan(running: &Config, new: &Config) -> Plan {
         running.threading.write_queue_high_water != new.threading.write_queue_high_water,
         "bgp.update-threading.write-queue-high-water",
     );
-    let by_address = |c: &Config| -> BTreeMap<(IpAddr, u16), usize> {
-        c.peers
-            .iter()
-            .enumerate()
-            .map(|(i, n)| ((n.address, n.port), i))
-            .collect()
-    };
-    let (old, now) = (by_address(running), by_address(new));
-    for (key, &i) in &now {
-        match old.get(key) {
-            None => p.needs_restart.push(format!("neighbor {} added", key.0)),
-            Some(&j) if !same_neighbor(running.peers.get(j), new.peers.get(i)) => {
-                p.needs_restart.push(format!("neighbor {} changed", key.0));
-            }
-            Some(_) => {}
+    let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
+    let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
+        active.iter().map(|a| (key(&a.1), a)).collect();
+    let now: BTreeMap<(IpAddr, u16), PeerSettings> = new
+        .peers
+        .iter()
+        .map(|n| settings(new, n))
+        .map(|s| (key(&s), s))
+        .collect();
+    for (k, (i, _)) in &old {
+        if !now.contains_key(k) {
+            p.neighbors.push(NeighborChange::Removed(*i));
         }
     }
-    for key in old.keys().filter(|k| !now.contains_key(k)) {
-        p.needs_restart.push(format!("neighbor {} removed", key.0));
+    for (k, s) in &now {
+        if let Some((i, was)) = old.get(k) {
+            if was != s {
+                p.neighbors.push(NeighborChange::Changed(*i, s.clone()));
+            }
+        }
+    }
+    for (k, s) in now {
+        if !old.contains_key(&k) {
+            p.neighbors.push(NeighborChange::Added(s));
+        }
     }
     p
 }
 
-/// Whether two neighbor definitions say the same; where they are written (`key`) may move.
-fn same_neighbor(a: Option<&Peer>, b: Option<&Peer>) -> bool {
-    match (a, b) {
-        (Some(a), Some(b)) => {
-            Peer {
-                key: b.key.clone(),
-                ..a.clone()
-            } == *b
-        }
-        _ => a.is_none() && b.is_none(),
-    }
+/// The running configuration after a reload: the new one, except what waits for a restart.
+pub fn applied(running: &Config, new: Config) -> Config {
+    let mut c = new;
+    c.listen = running.listen.clone();
+    c.path_selection = running.path_selection;
+    c.threading.write_queue_high_water = running.threading.write_queue_high_water;
+    c
 }
 
 #[cfg(test)]
@@ -95,12 +114,22 @@ mod tests {
     use std::path::Path;
 
     fn config(shards: u32, threads: u32, extra: &str, neighbors: &[&str]) -> Config {
+        config_with(shards, threads, extra, "", neighbors)
+    }
+
+    fn config_with(
+        shards: u32,
+        threads: u32,
+        extra: &str,
+        group: &str,
+        neighbors: &[&str],
+    ) -> Config {
         let mut text = format!(
             "[bgp]\nlocal-as = 65000\nrouter-id = \"192.0.2.1\"\n\
              [bgp.rib-sharding]\nnumber-of-shards = {shards}\n\
              [bgp.update-threading]\nnumber-of-threads = {threads}\n{extra}\n\
              [[bgp.group]]\nname = \"peers\"\ntype = \"external\"\npeer-as = 65001\n\
-             import = [\"accept\"]\nexport = [\"accept\"]\n"
+             import = [\"accept\"]\nexport = [\"accept\"]\n{group}"
         );
         for n in neighbors {
             text += &format!("[[bgp.group.neighbor]]\naddress = \"{n}\"\n");
@@ -108,39 +137,53 @@ mod tests {
         parse(&text, Path::new("test.toml")).unwrap()
     }
 
+    fn active(c: &Config) -> Vec<(usize, PeerSettings)> {
+        c.peers.iter().map(|n| settings(c, n)).enumerate().collect()
+    }
+
     #[test]
-    fn threading_is_applied_live_and_the_rest_named() {
+    fn threads_and_neighbors_are_applied_live_and_the_rest_named() {
         let a = config(2, 2, "", &["127.0.0.2", "127.0.0.3"]);
-        assert_eq!(plan(&a, &a), Plan::default());
+        assert_eq!(plan(&a, &active(&a), &a), Plan::default());
         let b = config(4, 3, "", &["127.0.0.2", "127.0.0.3"]);
         assert_eq!(
-            plan(&a, &b),
+            plan(&a, &active(&a), &b),
             Plan {
                 threading: Some((4, 3)),
-                needs_restart: vec![],
+                ..Plan::default()
             }
         );
         // No update threads: one shard, whatever number-of-shards says.
         let single = config(0, 0, "", &["127.0.0.2", "127.0.0.3"]);
         let one = config(1, 0, "", &["127.0.0.2", "127.0.0.3"]);
-        assert_eq!(plan(&a, &single).threading, Some((1, 0)));
-        assert_eq!(plan(&single, &one), Plan::default());
+        assert_eq!(plan(&a, &active(&a), &single).threading, Some((1, 0)));
+        assert_eq!(plan(&single, &active(&single), &one), Plan::default());
+        // .2 removed, .3 moved in the file but the same, .4 added; and a restart-only change.
         let c = config(
             2,
             2,
             "[bgp.path-selection]\nalways-compare-med = true\n",
-            &["127.0.0.3", "127.0.0.4"],
+            &["127.0.0.4", "127.0.0.3"],
         );
-        assert_eq!(
-            plan(&a, &c),
-            Plan {
-                threading: None,
-                needs_restart: vec![
-                    "bgp.path-selection / bgp.multipath".into(),
-                    "neighbor 127.0.0.4 added".into(),
-                    "neighbor 127.0.0.2 removed".into(),
-                ],
-            }
+        let p = plan(&a, &active(&a), &c);
+        assert_eq!(p.needs_restart, ["bgp.path-selection / bgp.multipath"]);
+        assert_eq!(p.neighbors.len(), 2);
+        assert_eq!(p.neighbors[0], NeighborChange::Removed(0));
+        assert!(
+            matches!(&p.neighbors[1], NeighborChange::Added(s) if s.address.to_string() == "127.0.0.4")
         );
+        // A new hold time for the group: both sessions restart with it.
+        let d = config(2, 2, "", &["127.0.0.2", "127.0.0.3"]);
+        let text_changed = config_with(2, 2, "", "hold-time = 30\n", &["127.0.0.2", "127.0.0.3"]);
+        let p = plan(&d, &active(&d), &text_changed);
+        assert_eq!(p.neighbors.len(), 2);
+        assert!(p
+            .neighbors
+            .iter()
+            .all(|n| matches!(n, NeighborChange::Changed(_, s) if s.hold_time == 30)));
+        // What waits for a restart stays as it runs.
+        let kept = applied(&a, c);
+        assert_eq!(kept.path_selection, a.path_selection);
+        assert_eq!(kept.peers.len(), 2);
     }
 }

@@ -2,10 +2,12 @@
 //! feeding the sharded pipeline (shard threads, update threads), until SIGTERM.
 
 use crate::config::{Config, GroupType, Peer};
+use crate::reload::NeighborChange;
 use ribshard_engine::negotiate::Routing;
 use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_mrt::MrtWriter;
+use ribshard_wire::notification::cease;
 use std::io::BufWriter;
 use std::net::IpAddr;
 use std::path::PathBuf;
@@ -98,7 +100,7 @@ pub struct Options {
     pub config_file: Option<PathBuf>,
 }
 
-pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
+pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .thread_name("ribshard-session")
@@ -128,16 +130,22 @@ pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::
             ))),
             None => None,
         };
+        let mut live = Live {
+            config,
+            active: peers.iter().cloned().enumerate().collect(),
+            peers,
+            sessions,
+        };
         let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
         let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
         loop {
             tokio::select! {
                 m = rx.recv(), if opts.dump_updates.is_some() => {
                     let Some(m) = m else { break };
-                    consume(m, &peers, &config, dump.as_mut());
+                    consume(m, &live.peers, &live.config, dump.as_mut());
                     // Drain what is queued, then flush the dump once.
                     while let Ok(m) = rx.try_recv() {
-                        consume(m, &peers, &config, dump.as_mut());
+                        consume(m, &live.peers, &live.config, dump.as_mut());
                     }
                     if let Some(d) = dump.as_mut() {
                         d.flush()?;
@@ -145,7 +153,7 @@ pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::
                 }
                 _ = hup.recv() => {
                     if let Some(path) = &opts.config_file {
-                        reload(path, &mut config, &pipeline).await;
+                        reload(path, &mut live, &pipeline).await;
                     }
                 }
                 _ = term.recv() => break,
@@ -153,7 +161,7 @@ pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::
             }
         }
         info!("shutting down: Cease / Administrative Shutdown to every neighbor");
-        sessions
+        live.sessions
             .shutdown("ribshard is shutting down", Duration::from_secs(2))
             .await;
         let _ = tokio::task::spawn_blocking(move || pipeline.stop()).await;
@@ -165,9 +173,9 @@ pub fn run(mut config: Config, opts: Options) -> Result<(), Box<dyn std::error::
 }
 
 /// SIGHUP: reads the configuration again. A file with errors changes nothing (each error is
-/// logged with its file, line and key); the thread counts are applied with every session
-/// kept up; other changes are logged as waiting for a restart.
-async fn reload(path: &std::path::Path, running: &mut Config, pipeline: &Arc<Pipeline>) {
+/// logged with its file, line and key); thread counts and neighbors are applied with the
+/// other sessions kept up; what needs a restart is logged by name ([`crate::reload`]).
+async fn reload(path: &std::path::Path, live: &mut Live, pipeline: &Arc<Pipeline>) {
     info!(file = %path.display(), "SIGHUP: reading the configuration again");
     let new = match crate::config::load(path) {
         Ok(c) => c,
@@ -178,31 +186,81 @@ async fn reload(path: &std::path::Path, running: &mut Config, pipeline: &Arc<Pip
             return;
         }
     };
-    let plan = crate::reload::plan(running, &new);
+    let plan = crate::reload::plan(&live.config, &live.active, &new);
     for what in &plan.needs_restart {
         warn!(change = %what, "configuration change not applied: it needs a restart");
     }
+    let mut applied = true;
     if let Some((shards, update_threads)) = plan.threading {
         let p = pipeline.clone();
         match tokio::task::spawn_blocking(move || p.reconfigure(shards, update_threads)).await {
-            Ok(r) => {
-                info!(
-                    shards = r.to.0,
-                    update_threads = r.to.1,
-                    prefixes = r.prefixes,
-                    paths = r.paths,
-                    paused_ms = r.paused.as_millis() as u64,
-                    "configuration reloaded: threads changed with sessions kept up"
-                );
-                running.threading.shards = new.threading.shards;
-                running.threading.update_threads = new.threading.update_threads;
+            Ok(r) => info!(
+                shards = r.to.0,
+                update_threads = r.to.1,
+                prefixes = r.prefixes,
+                paths = r.paths,
+                paused_ms = r.paused.as_millis() as u64,
+                "threads changed with sessions kept up"
+            ),
+            Err(e) => {
+                error!("re-sharding failed: {e}");
+                applied = false;
             }
-            Err(e) => error!("re-sharding failed: {e}"),
         }
-    } else if plan.needs_restart.is_empty() {
-        info!("configuration reloaded: nothing to change");
+    }
+    for change in &plan.neighbors {
+        let (gone, subcode, start) = match change {
+            NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None),
+            NeighborChange::Changed(i, s) => (Some(*i), cease::OTHER_CONFIGURATION_CHANGE, Some(s)),
+            NeighborChange::Added(s) => (None, 0, Some(s)),
+        };
+        if let Some(i) = gone {
+            if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.address) {
+                info!(neighbor = %s, changed = start.is_some(), "neighbor no longer configured as it runs: session ended");
+            }
+            live.sessions.remove(i, subcode, NEIGHBOR_GRACE).await;
+            live.active.retain(|(j, _)| *j != i);
+        }
+        if let Some(s) = start {
+            match live.sessions.add(s.clone()).await {
+                Ok(i) => {
+                    info!(neighbor = %s.address, "neighbor configured: session started");
+                    live.peers.push(s.clone());
+                    live.active.push((i, s.clone()));
+                }
+                Err(e) => {
+                    error!(neighbor = %s.address, "cannot start the session: {e}");
+                    applied = false;
+                }
+            }
+        }
+    }
+    if applied {
+        live.config = crate::reload::applied(&live.config, new);
+        info!(
+            neighbors = live.active.len(),
+            "configuration reloaded{}",
+            if plan.needs_restart.is_empty() {
+                ""
+            } else {
+                " (except what needs a restart)"
+            }
+        );
     }
 }
+
+/// What a reload changes while the daemon runs: the configuration as applied, the neighbors
+/// configured now (peer index and settings) and the settings of every session ever started,
+/// by peer index (the update dump names peers by it).
+struct Live {
+    config: Config,
+    active: Vec<(usize, PeerSettings)>,
+    peers: Vec<PeerSettings>,
+    sessions: Sessions,
+}
+
+/// How long a neighbor removed or changed by a reload gets to send its NOTIFICATION.
+const NEIGHBOR_GRACE: Duration = Duration::from_secs(2);
 
 fn consume(
     m: Inbound,

@@ -799,30 +799,37 @@ fn bgp_roles_between_bird_provider_and_customer() {
     assert!(!p.contains("BGP.otc"), "{p}");
 }
 
-/// SIGHUP with other thread counts re-shards the running daemon while it is a route server
-/// between two BIRDs: their sessions stay up (BIRD's "since" time does not move), a file with
-/// an error changes nothing and is reported with its line, other changes are named as needing
-/// a restart, and routes announced and withdrawn after the re-shards still go through.
+/// SIGHUP on the running daemon, a route server between BIRDs: other thread counts re-shard
+/// it while the BIRD sessions stay up (BIRD's "since" time does not move), a file with an
+/// error changes nothing and is reported with its line, a neighbor added gets a session and
+/// the routes, a neighbor removed is sent Cease / Peer De-configured and its routes leave the
+/// others; routes announced and withdrawn after the re-shards still go through.
 #[test]
-fn sighup_reshards_with_sessions_up() {
+fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
     if !have_bird() {
         return;
     }
     let dir = tempdir("reload");
-    let (port_r, port_a, port_b) = (27995, 27996, 27997);
-    let config = |shards: u32, threads: u32, extra: &str| {
-        ribshard_routing(
-            port_r,
-            &[rs_client_groups(port_a, port_b)],
+    let (port_r, port_a, port_b, port_c) = (27995, 27996, 27997, 27998);
+    let client_c = || {
+        ribshard_group(
+            "ixp-c",
+            "external",
+            Some(65046),
+            "route-server-client = true\n",
+            &[("127.0.0.46", port_c)],
         )
-        .replace(
+    };
+    let config = |shards: u32, threads: u32, groups: &[String]| {
+        ribshard_routing(port_r, groups).replace(
             "number-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n",
             &format!(
                 "number-of-shards = {shards}\n[bgp.update-threading]\nnumber-of-threads = {threads}\n"
             ),
-        ) + extra
+        )
     };
-    let (rs, _) = ribshard(&dir, &config(2, 2, ""));
+    let a_and_b = rs_client_groups(port_a, port_b);
+    let (rs, _) = ribshard(&dir, &config(2, 2, &[a_and_b.clone()]));
     let conf = dir.join("ribshard.toml");
     let hup = |text: &str, expect: &str| {
         let before = log_of(&dir).matches(expect).count();
@@ -838,17 +845,22 @@ fn sighup_reshards_with_sessions_up() {
             log_of(&dir)
         );
     };
-    let birds: Vec<(std::path::PathBuf, Bird)> = ["bird65041", "bird65045"]
+    let mut birds: Vec<(std::path::PathBuf, Bird)> = ["bird65041", "bird65045"]
         .into_iter()
         .map(|d| dir.join(d))
         .zip(rs_client_birds(&dir, port_r, port_a, port_b))
         .collect();
+    // A third client, not configured in ribshard yet: refused until a reload adds it.
+    let d = dir.join("bird65046");
+    std::fs::create_dir_all(&d).unwrap();
+    let conf_c = rs_client_bird_conf("127.0.0.46", 65046, port_c, port_r, &["100.64.0.0/10"]);
+    birds.push((d.clone(), Bird::start(&d, &conf_c)));
     let at = |b: &Bird, p: &str| b.cmd(&format!("show route all {p}"));
+    let has =
+        |i: usize, p: &str, asn: &str| at(&birds[i].1, p).contains(&format!("BGP.as_path: {asn}"));
     assert!(
-        wait(40, || at(&birds[0].1, "198.18.0.0/15")
-            .contains("BGP.as_path: 65045")
-            && at(&birds[1].1, "203.0.113.0/24")
-                .contains("BGP.as_path: 65041")),
+        wait(40, || has(0, "198.18.0.0/15", "65045")
+            && has(1, "203.0.113.0/24", "65041")),
         "{}",
         log_of(&dir)
     );
@@ -858,10 +870,13 @@ fn sighup_reshards_with_sessions_up() {
         assert!(line.contains("Established"), "{out}");
         line.to_string()
     };
-    let before: Vec<String> = birds.iter().map(|(_, b)| since(b)).collect();
-    hup(&config(1, 0, ""), "threads changed with sessions kept up");
+    let before: Vec<String> = birds[..2].iter().map(|(_, b)| since(b)).collect();
     hup(
-        &config(1, 0, "").replace("local-as = 65040", "local-as = \"x\""),
+        &config(1, 0, &[a_and_b.clone()]),
+        "threads changed with sessions kept up",
+    );
+    hup(
+        &config(1, 0, &[a_and_b.clone()]).replace("local-as = 65040", "local-as = \"x\""),
         "configuration not reloaded",
     );
     let log = log_of(&dir);
@@ -869,20 +884,20 @@ fn sighup_reshards_with_sessions_up() {
         log.contains("ribshard.toml:2: bgp.local-as"),
         "the error names file, line and key:\n{log}"
     );
+    // Re-shard and add the third client in one reload.
     hup(
-        &config(
-            3,
-            2,
-            "[[bgp.group.neighbor]]\naddress = \"127.0.0.46\"\nlocal-address = \"127.0.0.40\"\npassive = true\n",
-        ),
-        "threads changed with sessions kept up",
+        &config(3, 2, &[a_and_b.clone(), client_c()]),
+        "neighbor configured: session started",
     );
     assert!(
-        log_of(&dir).contains("neighbor 127.0.0.46 added"),
-        "{}",
+        wait(40, || has(2, "203.0.113.0/24", "65041")
+            && has(2, "198.18.0.0/15", "65045")
+            && has(0, "100.64.0.0/10", "65046")),
+        "the added client's routes: {}\n{}",
+        at(&birds[2].1, "0.0.0.0/0 all"),
         log_of(&dir)
     );
-    // After the re-shards: a new route from one BIRD, and a withdrawal, reach the other.
+    // After the re-shards: a new route from one BIRD, and a withdrawal, reach the others.
     let (d, b) = &birds[0];
     let text = rs_client_bird_conf("127.0.0.41", 65041, port_a, port_r, &["192.0.2.0/24"]);
     std::fs::write(
@@ -892,17 +907,41 @@ fn sighup_reshards_with_sessions_up() {
     .unwrap();
     b.cmd("configure");
     assert!(
-        wait(20, || at(&birds[1].1, "192.0.2.0/24")
-            .contains("BGP.as_path: 65041")
+        wait(20, || has(1, "192.0.2.0/24", "65041")
+            && has(2, "192.0.2.0/24", "65041")
             && !at(&birds[1].1, "203.0.113.0/24").contains("65041")),
         "{}\n{}",
         at(&birds[1].1, "0.0.0.0/0 all"),
         log_of(&dir)
     );
-    assert!(at(&birds[0].1, "198.18.0.0/15").contains("BGP.as_path: 65045"));
-    let after: Vec<String> = birds.iter().map(|(_, b)| since(b)).collect();
+    let after: Vec<String> = birds[..2].iter().map(|(_, b)| since(b)).collect();
     assert_eq!(before, after, "the BIRD sessions never went down");
     assert!(!log_of(&dir).contains("neighbor down"), "{}", log_of(&dir));
+    // Remove the second client: it is told so, and its routes leave the others.
+    let a_only = ribshard_group(
+        "ixp-a",
+        "external",
+        Some(65041),
+        "route-server-client = true\n",
+        &[("127.0.0.41", port_a)],
+    );
+    hup(
+        &config(3, 2, &[a_only, client_c()]),
+        "neighbor no longer configured",
+    );
+    assert!(
+        wait(20, || !has(0, "198.18.0.0/15", "65045")
+            && !has(2, "198.18.0.0/15", "65045")
+            && birds[1]
+                .1
+                .cmd("show protocols all ribsh")
+                .to_lowercase()
+                .contains("de-configured")),
+        "{}\n{}",
+        birds[1].1.cmd("show protocols all ribsh"),
+        log_of(&dir)
+    );
+    assert_eq!(since(&birds[0].1), after[0], "the first client stayed up");
 }
 
 /// Junos `local-as` towards one BIRD (ribshard is AS65040, and AS65100 to that BIRD), eBGP

@@ -87,9 +87,16 @@ type Route = (mpsc::Sender<Control>, Option<IpAddr>);
 
 enum Control {
     Start,
-    /// Administrative shutdown, with an RFC 9003 message.
-    Stop(String),
+    Stop(Stop),
     Incoming(TcpStream),
+}
+
+/// How a session is stopped.
+enum Stop {
+    /// Cease / Administrative Shutdown, with an RFC 9003 message.
+    Shutdown(String),
+    /// Cease with this subcode (RFC 4486), no data.
+    Cease(u8),
 }
 
 pub struct SessionHandle {
@@ -123,9 +130,20 @@ impl SessionHandle {
 
 /// All sessions of a running daemon, and their listeners.
 pub struct Sessions {
+    /// Every session started, by peer index (the pipeline's too); a removed neighbor's
+    /// session stays here, ended, so indexes never move or get reused.
     pub peers: Vec<SessionHandle>,
     listeners: Vec<JoinHandle<()>>,
+    /// The listening sockets, for the MD5 keys and GTSM of neighbors added later.
+    sockets: Vec<(SocketAddr, Arc<tokio::net::TcpListener>)>,
+    /// Where the listeners send a connection: neighbor address -> sessions.
+    routes: Routes,
+    inbound: Option<mpsc::Sender<Inbound>>,
+    pipeline: Option<Arc<Pipeline>>,
 }
+
+/// Neighbor address -> (peer index, session, the local address it expects, if configured).
+type Routes = Arc<std::sync::RwLock<HashMap<IpAddr, Vec<(usize, Route)>>>>;
 
 impl Sessions {
     /// Binds the listeners and starts every session; what they receive goes to `inbound`.
@@ -145,61 +163,39 @@ impl Sessions {
         inbound: Option<mpsc::Sender<Inbound>>,
         pipeline: Option<Arc<Pipeline>>,
     ) -> io::Result<Sessions> {
-        let mut handles = Vec::with_capacity(peers.len());
-        for (i, s) in peers.into_iter().enumerate() {
-            let (tx, rx) = mpsc::channel(16);
-            let (status_tx, status_rx) = watch::channel(SessionStatus::default());
-            let session = Session::new(i, s.clone(), status_tx, inbound.clone(), pipeline.clone());
-            let task = tokio::spawn(session.run(rx));
-            let _ = tx.send(Control::Start).await;
-            handles.push(SessionHandle {
-                settings: s,
-                tx,
-                status: status_rx,
-                task,
-            });
-        }
-        // Neighbor address -> (session, the local address it expects, if configured).
-        let mut by_addr: HashMap<IpAddr, Vec<Route>> = HashMap::new();
-        for h in &handles {
-            by_addr
-                .entry(h.settings.address)
-                .or_default()
-                .push((h.tx.clone(), h.settings.local_address));
-        }
-        let mut listeners = Vec::new();
+        let mut sessions = Sessions {
+            peers: Vec::with_capacity(peers.len()),
+            listeners: Vec::new(),
+            sockets: Vec::new(),
+            routes: Arc::default(),
+            inbound,
+            pipeline,
+        };
         for addr in listen {
             let l = socket::listen(*addr)
                 .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
-            // GTSM: the SYN-ACK leaves with the listener's TTL, and a GTSM neighbor drops
-            // anything below 255 (RFC 5082 section 3).
-            if handles.iter().any(|h| {
-                h.settings.ttl_security.is_some() && h.settings.address.is_ipv4() == addr.is_ipv4()
-            }) {
-                socket::set_ttl_value(&l, addr.is_ipv6(), 255)?;
-            }
-            // TCP MD5: the key of each neighbor goes on every listener of its family.
-            for h in &handles {
-                if let Some(k) = &h.settings.authentication_key {
-                    if h.settings.address.is_ipv4() == addr.is_ipv4() {
-                        socket::set_md5(&l, h.settings.address, Some(k.as_bytes()))?;
-                    }
-                }
-            }
             info!(%addr, "listening");
-            let by_addr = by_addr.clone();
-            listeners.push(tokio::spawn(async move {
+            let l = Arc::new(l);
+            sessions.sockets.push((*addr, l.clone()));
+            let routes = sessions.routes.clone();
+            sessions.listeners.push(tokio::spawn(async move {
                 loop {
                     let Ok((stream, from)) = l.accept().await else {
                         tokio::time::sleep(Duration::from_millis(100)).await;
                         continue;
                     };
                     let local = stream.local_addr().ok().map(|a| a.ip());
-                    let target = by_addr
+                    let target = routes
+                        .read()
+                        .unwrap_or_else(|e| e.into_inner())
                         .get(&from.ip())
-                        .and_then(|v| v.iter().find(|(_, want)| want.is_none() || *want == local));
+                        .and_then(|v| {
+                            v.iter()
+                                .find(|(_, (_, want))| want.is_none() || *want == local)
+                                .map(|(_, (tx, _))| tx.clone())
+                        });
                     match target {
-                        Some((tx, _)) => {
+                        Some(tx) => {
                             let _ = tx.send(Control::Incoming(stream)).await;
                         }
                         None => {
@@ -213,10 +209,96 @@ impl Sessions {
                 }
             }));
         }
-        Ok(Sessions {
-            peers: handles,
-            listeners,
-        })
+        for s in peers {
+            sessions.add(s).await?;
+        }
+        Ok(sessions)
+    }
+
+    /// Starts a session for a neighbor (at start, or added by a configuration reload): its
+    /// MD5 key and GTSM go on the listeners of its family, and incoming connections from its
+    /// address reach it. Returns its peer index.
+    pub async fn add(&mut self, s: PeerSettings) -> io::Result<usize> {
+        for (addr, l) in &self.sockets {
+            if addr.is_ipv4() != s.address.is_ipv4() {
+                continue;
+            }
+            // GTSM: the SYN-ACK leaves with the listener's TTL, and a GTSM neighbor drops
+            // anything below 255 (RFC 5082 section 3).
+            if s.ttl_security.is_some() {
+                socket::set_ttl_value(&**l, addr.is_ipv6(), 255)?;
+            }
+            // TCP MD5: the key of each neighbor goes on every listener of its family.
+            if let Some(k) = &s.authentication_key {
+                socket::set_md5(&**l, s.address, Some(k.as_bytes()))?;
+            }
+        }
+        let i = self.peers.len();
+        let (tx, rx) = mpsc::channel(16);
+        let (status_tx, status_rx) = watch::channel(SessionStatus::default());
+        let session = Session::new(
+            i,
+            s.clone(),
+            status_tx,
+            self.inbound.clone(),
+            self.pipeline.clone(),
+        );
+        let task = tokio::spawn(session.run(rx));
+        let _ = tx.send(Control::Start).await;
+        self.routes
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .entry(s.address)
+            .or_default()
+            .push((i, (tx.clone(), s.local_address)));
+        self.peers.push(SessionHandle {
+            settings: s,
+            tx,
+            status: status_rx,
+            task,
+        });
+        Ok(i)
+    }
+
+    /// Ends the session of a neighbor that a configuration reload removed or changed: Cease
+    /// with `subcode` (RFC 4486: Peer De-configured, or Other Configuration Change), its
+    /// routes leave the pipeline, connections from its address are no longer taken for it,
+    /// and its MD5 key leaves the listeners unless another session of that address uses one.
+    /// Waits up to `grace` for the session to be down.
+    pub async fn remove(&mut self, i: usize, subcode: u8, grace: Duration) {
+        let Some(h) = self.peers.get(i) else { return };
+        let address = h.settings.address;
+        let others_keyed = {
+            let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
+            if let Some(v) = routes.get_mut(&address) {
+                v.retain(|(j, _)| *j != i);
+                if v.is_empty() {
+                    routes.remove(&address);
+                }
+            }
+            routes.get(&address).is_some_and(|v| {
+                v.iter().any(|(j, _)| {
+                    self.peers
+                        .get(*j)
+                        .is_some_and(|p| p.settings.authentication_key.is_some())
+                })
+            })
+        };
+        if h.settings.authentication_key.is_some() && !others_keyed {
+            for (addr, l) in &self.sockets {
+                if addr.is_ipv4() == address.is_ipv4() {
+                    if let Err(e) = socket::set_md5(&**l, address, None) {
+                        warn!(%address, "cannot remove the MD5 key from a listener: {e}");
+                    }
+                }
+            }
+        }
+        let _ = h.tx.send(Control::Stop(Stop::Cease(subcode))).await;
+        // Its task stays, idle: what it still has queued for the pipeline (its PeerDown,
+        // the withdrawal of its routes) must get there.
+        if !h.wait_for(grace, |s| s.state == State::Idle).await {
+            warn!(peer = %address, "session did not end within the grace time");
+        }
     }
 
     /// Stops every session with Cease / Administrative Shutdown and the message (RFC 9003),
@@ -226,7 +308,9 @@ impl Sessions {
             l.abort();
         }
         for p in &self.peers {
-            let _ = p.tx.send(Control::Stop(message.to_string())).await;
+            let _ =
+                p.tx.send(Control::Stop(Stop::Shutdown(message.to_string())))
+                    .await;
         }
         let deadline = Instant::now() + grace;
         for p in &self.peers {
@@ -619,12 +703,17 @@ impl Session {
                 self.held_down = false;
                 self.event(Event::ManualStart);
             }
-            Control::Stop(message) => {
+            Control::Stop(how) => {
                 self.admin_down = true;
                 if self.conn.is_some() && self.fsm.state() != State::Idle {
-                    // RFC 9003: tell the neighbor why.
-                    let n =
-                        Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message);
+                    let n = match how {
+                        // RFC 9003: tell the neighbor why.
+                        Stop::Shutdown(message) => Notification::cease_with_message(
+                            cease::ADMINISTRATIVE_SHUTDOWN,
+                            &message,
+                        ),
+                        Stop::Cease(subcode) => Notification::new(code::CEASE, subcode, vec![]),
+                    };
                     self.send(Bytes::from(n.encode()));
                 }
                 // ManualStop sends a bare Cease in OpenSent and later; ours went first.
