@@ -820,8 +820,8 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
             &[("127.0.0.46", port_c)],
         )
     };
-    let config = |shards: u32, threads: u32, groups: &[String]| {
-        ribshard_routing(port_r, groups).replace(
+    let config = |shards: u32, threads: u32, groups: &str| {
+        ribshard_routing(port_r, &[groups.to_string()]).replace(
             "number-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n",
             &format!(
                 "number-of-shards = {shards}\n[bgp.update-threading]\nnumber-of-threads = {threads}\n"
@@ -829,7 +829,7 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
         )
     };
     let a_and_b = rs_client_groups(port_a, port_b);
-    let (rs, _) = ribshard(&dir, &config(2, 2, &[a_and_b.clone()]));
+    let (rs, _) = ribshard(&dir, &config(2, 2, &a_and_b));
     let conf = dir.join("ribshard.toml");
     let hup = |text: &str, expect: &str| {
         let before = log_of(&dir).matches(expect).count();
@@ -872,11 +872,11 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
     };
     let before: Vec<String> = birds[..2].iter().map(|(_, b)| since(b)).collect();
     hup(
-        &config(1, 0, &[a_and_b.clone()]),
+        &config(1, 0, &a_and_b),
         "threads changed with sessions kept up",
     );
     hup(
-        &config(1, 0, &[a_and_b.clone()]).replace("local-as = 65040", "local-as = \"x\""),
+        &config(1, 0, &a_and_b).replace("local-as = 65040", "local-as = \"x\""),
         "configuration not reloaded",
     );
     let log = log_of(&dir);
@@ -886,7 +886,7 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
     );
     // Re-shard and add the third client in one reload.
     hup(
-        &config(3, 2, &[a_and_b.clone(), client_c()]),
+        &config(3, 2, &(a_and_b.clone() + &client_c())),
         "neighbor configured: session started",
     );
     assert!(
@@ -926,7 +926,7 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
         &[("127.0.0.41", port_a)],
     );
     hup(
-        &config(3, 2, &[a_only, client_c()]),
+        &config(3, 2, &(a_only + &client_c())),
         "neighbor no longer configured",
     );
     assert!(
