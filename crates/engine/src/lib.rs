@@ -5,7 +5,8 @@
 //! per neighbor, plus listeners), which drives the RFC 4271 state machine of `ribshard-fsm`,
 //! negotiates capabilities, runs keepalive, hold and send-hold timers, applies TCP MD5 and
 //! GTSM, enforces prefix limits, parses and interns received routes and batches them per shard;
-//! and the pipeline ([`pipeline`]): shard threads and update threads.
+//! and the pipeline ([`pipeline`]): shard threads and update threads, whose numbers can change
+//! while sessions stay up (re-sharding). Sessions are added and removed while running.
 //!
 //! It must never run routing work on a session task (keepalives and hold timers must not wait
 //! behind route processing: sessions only frame, parse, intern and batch), and never block an
