@@ -597,10 +597,8 @@ impl Pipeline {
                     .map(|(i, m)| lanes.routed(Target::Shard(i, m)))
                     .collect()
             }
-            Target::Shard(i, ToShard::PeerUp { peer, info, member }) => {
-                if i != 0 {
-                    return Vec::new();
-                }
+            // Of a message to every shard, part 0 becomes the message to every new shard.
+            Target::Shard(0, ToShard::PeerUp { peer, info, member }) => {
                 let member = member.map(|m| Membership {
                     update_thread: self.placement(m.group, m.update_thread),
                     ..m
@@ -611,33 +609,32 @@ impl Pipeline {
                     member: member.clone(),
                 })
             }
-            Target::Shard(i, m @ ToShard::PeerDown { .. })
-            | Target::Shard(i, m @ ToShard::FlushStale { .. })
-            | Target::Shard(i, m @ ToShard::RefreshBegin { .. }) => {
-                if i != 0 {
-                    return Vec::new();
-                }
-                lanes.broadcast(|| match &m {
-                    ToShard::PeerDown {
-                        peer,
-                        stale,
-                        member,
-                    } => ToShard::PeerDown {
-                        peer: *peer,
-                        stale: *stale,
-                        member: *member,
-                    },
-                    ToShard::FlushStale { peer, families } => ToShard::FlushStale {
-                        peer: *peer,
-                        families: *families,
-                    },
-                    ToShard::RefreshBegin { peer, families } => ToShard::RefreshBegin {
-                        peer: *peer,
-                        families: *families,
-                    },
-                    _ => ToShard::Tick,
-                })
+            Target::Shard(
+                0,
+                ToShard::PeerDown {
+                    peer,
+                    stale,
+                    member,
+                },
+            ) => lanes.broadcast(|| ToShard::PeerDown {
+                peer,
+                stale,
+                member,
+            }),
+            Target::Shard(0, ToShard::FlushStale { peer, families }) => {
+                lanes.broadcast(|| ToShard::FlushStale { peer, families })
             }
+            Target::Shard(0, ToShard::RefreshBegin { peer, families }) => {
+                lanes.broadcast(|| ToShard::RefreshBegin { peer, families })
+            }
+            // ... and the other parts nothing.
+            Target::Shard(
+                _,
+                ToShard::PeerUp { .. }
+                | ToShard::PeerDown { .. }
+                | ToShard::FlushStale { .. }
+                | ToShard::RefreshBegin { .. },
+            ) => Vec::new(),
             Target::Shard(_, ToShard::Update(m)) => vec![self.update_routed(*m, lanes)],
             Target::Update(_, m) => vec![self.update_routed(m, lanes)],
             Target::Shard(i, m) => vec![lanes.routed(Target::Shard(i.min(n.max(1) - 1), m))],
@@ -1053,6 +1050,12 @@ impl Batcher {
     /// The epoch of the shards its batches are addressed for.
     pub fn epoch(&self) -> u64 {
         self.epoch
+    }
+
+    /// Whether it holds enough to hand on: thousands of prefixes per shard per hand-off,
+    /// however many shards.
+    pub fn is_full(&self) -> bool {
+        self.ops >= BATCH * self.batches.len()
     }
 
     /// Operations held.

@@ -4,7 +4,7 @@
 mod conn;
 
 use crate::negotiate::{build_open, negotiate, Negotiated, PeerSettings};
-use crate::pipeline::{Batcher, Joined, Pipeline, Routed, Target, BATCH};
+use crate::pipeline::{Batcher, Joined, Pipeline, Routed, Target};
 use crate::socket::{self, ConnectOptions};
 use bytes::Bytes;
 use conn::{Conn, ReadError};
@@ -661,9 +661,7 @@ impl Session {
                     self.received(r);
                     // Hand routes on when the batch is full or nothing more is buffered.
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
-                    // Thousands of prefixes per shard per hand-off, however many shards.
-                    let full = self.pipeline.as_ref().map_or(BATCH, |p| BATCH * p.shards());
-                    if !more || self.batcher.as_ref().is_some_and(|b| b.len() >= full) {
+                    if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                         self.flush_routes();
                     }
                 }
