@@ -1,21 +1,156 @@
-//! A hash map keyed by (masked) prefixes, with IPv4 prefixes as one 64-bit word: a table
-//! entry of a full table's IPv4 prefix is then 8 octets of key instead of 20 (plus 4 of
-//! padding), which is about 13 octets per path of the two real full tables, and hashing one
-//! word is cheaper than hashing twenty octets.
+//! The shard's table of prefixes: entries kept in a dense arena per family, found through a
+//! hash table that holds only their 4-octet arena positions.
+//!
+//! Why not a plain hash map of prefix to entry: a full table does not fit in the caches, and
+//! every random probe into 40-octet buckets missed them twice (control bytes, then bucket).
+//! Here the index is small enough to stay cached (5 octets per slot with its control byte),
+//! entries sit in the order they were created, and a [`Handle`] reaches an entry with no
+//! lookup at all. The change journal holds handles, so deciding a freshly loaded table walks
+//! the arena front to back instead of probing the table once more per prefix.
+//!
+//! IPv4 prefixes are keyed by one 64-bit word (address and length), which hashes cheaper
+//! than twenty octets and keeps an IPv4 entry 16 octets smaller.
 
-use hashbrown::HashMap;
+use hashbrown::hash_table::Entry;
+use hashbrown::{DefaultHashBuilder, HashTable};
 use ribshard_wire::Prefix;
+use std::hash::{BuildHasher, Hash};
+
+/// Where an entry lives, valid until the entry is removed (after that, the position may be
+/// given to another prefix). The top bit tells the family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Handle(u32);
+
+const V6: u32 = 1 << 31;
+
+impl Handle {
+    fn v4(at: u32) -> Handle {
+        Handle(at)
+    }
+    fn v6(at: u32) -> Handle {
+        Handle(at | V6)
+    }
+}
+
+/// One family's entries.
+struct Arena<K, V> {
+    /// Arena positions, hashed by the key stored at that position.
+    index: HashTable<u32>,
+    /// Entries in creation order; `None` where one was removed (listed in `free`).
+    entries: Vec<Option<(K, V)>>,
+    /// Removed positions, reused first so the arena does not grow under churn.
+    free: Vec<u32>,
+    hasher: DefaultHashBuilder,
+}
+
+impl<K: Copy + Eq + Hash, V> Default for Arena<K, V> {
+    fn default() -> Self {
+        Arena {
+            index: HashTable::new(),
+            entries: Vec::new(),
+            free: Vec::new(),
+            hasher: DefaultHashBuilder::default(),
+        }
+    }
+}
+
+/// The key at a position, for the index's equality and rehash closures.
+#[inline]
+fn key_at<K: Copy, V>(entries: &[Option<(K, V)>], at: u32) -> Option<K> {
+    entries.get(at as usize)?.as_ref().map(|(k, _)| *k)
+}
+
+impl<K: Copy + Eq + Hash, V> Arena<K, V> {
+    #[inline]
+    fn find(&self, k: &K) -> Option<u32> {
+        let h = self.hasher.hash_one(k);
+        let entries = &self.entries;
+        self.index
+            .find(h, |&at| key_at(entries, at).as_ref() == Some(k))
+            .copied()
+    }
+
+    #[inline]
+    fn get(&self, at: u32) -> Option<&(K, V)> {
+        self.entries.get(at as usize)?.as_ref()
+    }
+
+    #[inline]
+    fn get_mut(&mut self, at: u32) -> Option<&mut (K, V)> {
+        self.entries.get_mut(at as usize)?.as_mut()
+    }
+
+    /// The position of `k`, created with `make` if absent.
+    #[inline]
+    fn find_or_insert(&mut self, k: K, make: impl FnOnce() -> V) -> u32 {
+        let Arena {
+            index,
+            entries,
+            free,
+            hasher,
+        } = self;
+        let h = hasher.hash_one(k);
+        let entry = index.entry(
+            h,
+            |&at| key_at(entries, at) == Some(k),
+            |&at| key_at(entries, at).map_or(0, |k| hasher.hash_one(k)),
+        );
+        match entry {
+            Entry::Occupied(e) => *e.get(),
+            Entry::Vacant(e) => {
+                let at = match free.pop() {
+                    Some(at) => {
+                        if let Some(slot) = entries.get_mut(at as usize) {
+                            *slot = Some((k, make()));
+                        }
+                        at
+                    }
+                    None => {
+                        // Positions are 31 bits (the handle's top bit is the family): two
+                        // billion prefixes of one family in one shard, far past what memory
+                        // holds at 40 octets each.
+                        let at = u32::try_from(entries.len())
+                            .ok()
+                            .filter(|at| at & V6 == 0)
+                            .expect("fewer than 2^31 prefixes of one family per shard");
+                        entries.push(Some((k, make())));
+                        at
+                    }
+                };
+                e.insert(at);
+                at
+            }
+        }
+    }
+
+    fn remove(&mut self, at: u32) -> Option<(K, V)> {
+        let (k, v) = self.entries.get_mut(at as usize)?.take()?;
+        let h = self.hasher.hash_one(k);
+        if let Ok(e) = self.index.find_entry(h, |&i| i == at) {
+            e.remove();
+        }
+        self.free.push(at);
+        Some((k, v))
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (u32, &K, &V)> {
+        self.entries
+            .iter()
+            .enumerate()
+            .filter_map(|(at, e)| e.as_ref().map(|(k, v)| (at as u32, k, v)))
+    }
+}
 
 pub(crate) struct PrefixMap<V> {
-    v4: HashMap<u64, V>,
-    v6: HashMap<Prefix, V>,
+    v4: Arena<u64, V>,
+    v6: Arena<Prefix, V>,
 }
 
 impl<V> Default for PrefixMap<V> {
     fn default() -> Self {
         PrefixMap {
-            v4: HashMap::new(),
-            v6: HashMap::new(),
+            v4: Arena::default(),
+            v6: Arena::default(),
         }
     }
 }
@@ -35,59 +170,93 @@ fn v4_prefix(k: u64) -> Prefix {
 
 impl<V> PrefixMap<V> {
     pub(crate) fn len(&self) -> usize {
-        self.v4.len() + self.v6.len()
+        self.v4.index.len() + self.v6.index.len()
+    }
+
+    #[inline]
+    pub(crate) fn find(&self, p: &Prefix) -> Option<Handle> {
+        match *p {
+            Prefix::V4 { addr, len } => self.v4.find(&v4_key(addr, len)).map(Handle::v4),
+            Prefix::V6 { .. } => self.v6.find(p).map(Handle::v6),
+        }
     }
 
     #[inline]
     pub(crate) fn get(&self, p: &Prefix) -> Option<&V> {
-        match *p {
-            Prefix::V4 { addr, len } => self.v4.get(&v4_key(addr, len)),
-            Prefix::V6 { .. } => self.v6.get(p),
+        self.at(self.find(p)?)
+    }
+
+    /// The entry of a prefix and its handle.
+    #[inline]
+    pub(crate) fn get_mut(&mut self, p: &Prefix) -> Option<(Handle, &mut V)> {
+        let h = self.find(p)?;
+        Some((h, self.at_mut(h)?.1))
+    }
+
+    /// The entry at a handle.
+    #[inline]
+    pub(crate) fn at(&self, h: Handle) -> Option<&V> {
+        if h.0 & V6 == 0 {
+            self.v4.get(h.0).map(|(_, v)| v)
+        } else {
+            self.v6.get(h.0 & !V6).map(|(_, v)| v)
         }
     }
 
+    /// The prefix and entry at a handle.
     #[inline]
-    pub(crate) fn get_mut(&mut self, p: &Prefix) -> Option<&mut V> {
-        match *p {
-            Prefix::V4 { addr, len } => self.v4.get_mut(&v4_key(addr, len)),
-            Prefix::V6 { .. } => self.v6.get_mut(p),
+    pub(crate) fn at_mut(&mut self, h: Handle) -> Option<(Prefix, &mut V)> {
+        if h.0 & V6 == 0 {
+            self.v4.get_mut(h.0).map(|(k, v)| (v4_prefix(*k), v))
+        } else {
+            self.v6.get_mut(h.0 & !V6).map(|(p, v)| (*p, v))
         }
     }
 
+    /// The entry of a prefix, created empty if absent.
     #[inline]
-    pub(crate) fn get_or_default(&mut self, p: Prefix) -> &mut V
+    pub(crate) fn get_or_default(&mut self, p: Prefix) -> (Handle, &mut V)
     where
         V: Default,
     {
-        match p {
-            Prefix::V4 { addr, len } => self.v4.entry(v4_key(addr, len)).or_default(),
-            Prefix::V6 { .. } => self.v6.entry(p).or_default(),
+        self.get_or_insert_with(p, V::default)
+    }
+
+    fn get_or_insert_with(&mut self, p: Prefix, make: impl FnOnce() -> V) -> (Handle, &mut V) {
+        let h = match p {
+            Prefix::V4 { addr, len } => Handle::v4(self.v4.find_or_insert(v4_key(addr, len), make)),
+            Prefix::V6 { .. } => Handle::v6(self.v6.find_or_insert(p, make)),
+        };
+        match self.at_mut(h) {
+            Some((_, v)) => (h, v),
+            // find_or_insert has just filled the position.
+            None => unreachable!("an entry just found or inserted is there"),
         }
     }
 
-    pub(crate) fn insert(&mut self, p: Prefix, v: V) {
-        match p {
-            Prefix::V4 { addr, len } => {
-                self.v4.insert(v4_key(addr, len), v);
-            }
-            Prefix::V6 { .. } => {
-                self.v6.insert(p, v);
-            }
+    /// Puts `v` in for `p`, replacing any entry it had.
+    pub(crate) fn insert(&mut self, p: Prefix, v: V) -> Handle {
+        if let Some((h, slot)) = self.get_mut(&p) {
+            *slot = v;
+            return h;
         }
+        self.get_or_insert_with(p, move || v).0
     }
 
-    pub(crate) fn remove(&mut self, p: &Prefix) -> Option<V> {
-        match *p {
-            Prefix::V4 { addr, len } => self.v4.remove(&v4_key(addr, len)),
-            Prefix::V6 { .. } => self.v6.remove(p),
+    /// Takes out the entry at a handle; the handle is invalid afterwards.
+    pub(crate) fn remove_at(&mut self, h: Handle) -> Option<V> {
+        if h.0 & V6 == 0 {
+            self.v4.remove(h.0).map(|(_, v)| v)
+        } else {
+            self.v6.remove(h.0 & !V6).map(|(_, v)| v)
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Prefix, &V)> {
         self.v4
             .iter()
-            .map(|(k, v)| (v4_prefix(*k), v))
-            .chain(self.v6.iter().map(|(p, v)| (*p, v)))
+            .map(|(_, k, v)| (v4_prefix(*k), v))
+            .chain(self.v6.iter().map(|(_, p, v)| (*p, v)))
     }
 
     pub(crate) fn keys(&self) -> impl Iterator<Item = Prefix> + '_ {
@@ -96,9 +265,11 @@ impl<V> PrefixMap<V> {
 
     pub(crate) fn into_iter(self) -> impl Iterator<Item = (Prefix, V)> {
         self.v4
+            .entries
             .into_iter()
+            .flatten()
             .map(|(k, v)| (v4_prefix(k), v))
-            .chain(self.v6)
+            .chain(self.v6.entries.into_iter().flatten())
     }
 }
 
@@ -106,24 +277,22 @@ impl<V> PrefixMap<V> {
 mod tests {
     use super::*;
 
+    fn v4(addr: u32, len: u8) -> Prefix {
+        Prefix::V4 { addr, len }
+    }
+
     #[test]
     fn keys_round_trip() {
         let mut m = PrefixMap::default();
-        let a = Prefix::V4 {
-            addr: 0xc000_0200,
-            len: 24,
-        };
-        let b = Prefix::V4 {
-            addr: 0xc000_0200,
-            len: 23,
-        };
+        let a = v4(0xc000_0200, 24);
+        let b = v4(0xc000_0200, 23);
         let c = Prefix::V6 {
             addr: [0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
             len: 32,
         };
         m.insert(a, 1);
         m.insert(b, 2);
-        *m.get_or_default(c) += 3;
+        *m.get_or_default(c).1 += 3;
         assert_eq!(
             (m.get(&a), m.get(&b), m.get(&c)),
             (Some(&1), Some(&2), Some(&3))
@@ -131,7 +300,51 @@ mod tests {
         let mut all: Vec<(Prefix, i32)> = m.iter().map(|(p, v)| (p, *v)).collect();
         all.sort();
         assert_eq!(all, vec![(b, 2), (a, 1), (c, 3)]);
-        assert_eq!(m.remove(&a), Some(1));
-        assert_eq!(m.len(), 2);
+        let h = m.find(&a).unwrap();
+        assert_eq!(m.at_mut(h).map(|(p, v)| (p, *v)), Some((a, 1)));
+        assert_eq!(m.remove_at(h), Some(1));
+        assert_eq!(m.remove_at(h), None);
+        assert_eq!((m.len(), m.get(&a)), (2, None));
+        m.insert(b, 5);
+        assert_eq!((m.len(), m.get(&b)), (2, Some(&5)));
+    }
+
+    /// Against a std HashMap through growth, removal and reuse of positions: every prefix
+    /// present is found with its value, handles stay valid until their entry is removed.
+    #[test]
+    fn agrees_with_a_hash_map_under_churn() {
+        let mut m = PrefixMap::default();
+        let mut model = std::collections::HashMap::new();
+        let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+        for step in 0..200_000u32 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let p = if x % 5 == 0 {
+                let mut addr = [0u8; 16];
+                addr[..4].copy_from_slice(&((x >> 8) as u32 % 3000).to_be_bytes());
+                Prefix::V6 { addr, len: 48 }
+            } else {
+                v4((x >> 8) as u32 % 20_000 * 256, 24)
+            };
+            if x % 3 == 0 {
+                let got = m.find(&p).and_then(|h| m.remove_at(h));
+                assert_eq!(got, model.remove(&p), "remove {p:?}");
+            } else {
+                let (h, v) = m.get_or_default(p);
+                *v += step;
+                *model.entry(p).or_insert(0) += step;
+                assert_eq!(m.at(h), model.get(&p));
+            }
+        }
+        assert_eq!(m.len(), model.len());
+        for (p, v) in &model {
+            assert_eq!(m.get(p), Some(v));
+        }
+        let mut all: Vec<(Prefix, u32)> = m.into_iter().collect();
+        let mut want: Vec<(Prefix, u32)> = model.into_iter().collect();
+        all.sort();
+        want.sort();
+        assert_eq!(all, want);
     }
 }

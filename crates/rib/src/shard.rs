@@ -12,7 +12,7 @@ use ribshard_wire::{Family, Nlri, Prefix};
 // hashbrown with its default (foldhash) hasher inside: the table is keyed by prefixes we do
 // not choose, but a shard is not reachable by anyone who could aim collisions at one bucket
 // any more than the sender's own table, and SipHash costs a third of the ingest time.
-use crate::prefix_map::PrefixMap;
+use crate::prefix_map::{Handle, PrefixMap};
 use std::sync::Arc;
 
 pub type PeerIndex = u32;
@@ -149,7 +149,10 @@ pub struct Shard {
     peers: Vec<PeerInfo>,
     options: Options,
     arrival: u32,
-    journal: Vec<Prefix>,
+    /// Prefixes awaiting a decision, each once (its entry is marked [`DIRTY`]). Handles, not
+    /// prefixes: deciding reaches each entry without a lookup, and an entry is only removed
+    /// when it is decided, so no handle here goes stale.
+    journal: Vec<Handle>,
     paths: usize,
     scratch: (Vec<Candidate>, Vec<usize>),
 }
@@ -200,10 +203,10 @@ impl Shard {
         self.journal.len()
     }
 
-    fn touch(journal: &mut Vec<Prefix>, prefix: Prefix, d: &mut Dest) {
+    fn touch(journal: &mut Vec<Handle>, at: Handle, d: &mut Dest) {
         if d.flags & DIRTY == 0 {
             d.flags |= DIRTY;
-            journal.push(prefix);
+            journal.push(at);
         }
     }
 
@@ -224,7 +227,7 @@ impl Shard {
         self.arrival = self.arrival.wrapping_add(1);
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
-        let d = self.dests.get_or_default(prefix);
+        let (at, d) = self.dests.get_or_default(prefix);
         let reported = d.reported();
         let new = Path {
             peer,
@@ -261,7 +264,7 @@ impl Shard {
                 self.paths += 1;
             }
         }
-        Self::touch(&mut self.journal, prefix, d);
+        Self::touch(&mut self.journal, at, d);
     }
 
     pub fn withdraw(&mut self, peer: PeerIndex, nlri: impl IntoIterator<Item = Nlri>) {
@@ -274,11 +277,11 @@ impl Shard {
     pub fn withdraw_one(&mut self, peer: PeerIndex, n: Nlri) {
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
-        if let Some(d) = self.dests.get_mut(&prefix) {
+        if let Some((at, d)) = self.dests.get_mut(&prefix) {
             let n = d.remove_where(|p| p.peer == peer && p.path_id == path_id);
             if n > 0 {
                 self.paths -= n;
-                Self::touch(&mut self.journal, prefix, d);
+                Self::touch(&mut self.journal, at, d);
             }
         }
     }
@@ -315,7 +318,7 @@ impl Shard {
         let end = (walk.at + budget).min(walk.prefixes.len());
         let peer = walk.peer;
         for prefix in walk.prefixes.get(walk.at..end).unwrap_or(&[]) {
-            let Some(d) = self.dests.get_mut(prefix) else {
+            let Some((at, d)) = self.dests.get_mut(prefix) else {
                 continue;
             };
             let in_family = f_of(prefix);
@@ -345,7 +348,7 @@ impl Shard {
             };
             if n > 0 {
                 self.paths -= n;
-                Self::touch(&mut self.journal, *prefix, d);
+                Self::touch(&mut self.journal, at, d);
             }
         }
         walk.at = end;
@@ -458,10 +461,11 @@ impl Shard {
                 continue;
             };
             to.paths += d.paths.iter().filter(|p| !p.gone).count();
-            if d.flags & DIRTY != 0 {
-                to.journal.push(prefix);
+            let dirty = d.flags & DIRTY != 0;
+            let at = to.dests.insert(prefix, d);
+            if dirty {
+                to.journal.push(at);
             }
-            to.dests.insert(prefix, d);
         }
     }
 
@@ -475,10 +479,10 @@ impl Shard {
             peers: &self.peers,
             options: &self.options,
         };
-        for prefix in journal {
-            // One lookup per prefix: the decision reads the peers and options beside the
-            // table, not through the shard.
-            let Some(d) = self.dests.get_mut(&prefix) else {
+        for at in journal {
+            // No lookup: the journal holds where each entry is, and the decision reads the
+            // peers and options beside the table, not through the shard.
+            let Some((prefix, d)) = self.dests.at_mut(at) else {
                 continue;
             };
             d.flags &= !DIRTY;
@@ -504,7 +508,7 @@ impl Shard {
             }
             d.paths.retain(|p| !p.gone);
             if d.paths.is_empty() {
-                self.dests.remove(&prefix);
+                self.dests.remove_at(at);
             }
             if changed {
                 changes.push(Change { prefix, old, best });
