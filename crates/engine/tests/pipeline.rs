@@ -763,3 +763,20 @@ fn leave_after_a_reshard_reaches_the_moved_group() {
     );
     p.stop();
 }
+
+/// Stopping does not wait for the periodic tick: the ticker thread is told at once. (It
+/// used to poll a flag between 200 ms sleeps, so every stop, and every pipeline benchmark,
+/// waited up to a tick.)
+#[test]
+fn stop_does_not_wait_for_a_tick() {
+    use ribshard_engine::pipeline::TICK;
+    for (s, u) in [(1, 0), (2, 2)] {
+        let p = start(s, u);
+        // Well inside the ticker's first wait.
+        std::thread::sleep(TICK / 10);
+        let t = std::time::Instant::now();
+        p.stop();
+        let took = t.elapsed();
+        assert!(took < TICK / 2, "{s}x{u}: stop took {took:?}");
+    }
+}

@@ -36,7 +36,7 @@ use ribshard_adjout::{Entry, GroupId, MemberId, Sink, UpdateGroup, WriteQueueLim
 use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs, Shard};
 use ribshard_wire::{Family, Nlri, Prefix};
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -359,8 +359,9 @@ pub struct Pipeline {
     registry: Mutex<Registry>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     ticker: Mutex<Option<JoinHandle<()>>>,
-    /// Tells the ticker thread to end.
-    stopping: Arc<AtomicBool>,
+    /// Dropping it ends the ticker thread at once, not after its current sleep: a stop (a
+    /// daemon shutting down, every pipeline benchmark) would otherwise wait up to a tick.
+    stop_ticker: Mutex<Option<std_mpsc::Sender<()>>>,
 }
 
 impl Pipeline {
@@ -374,12 +375,11 @@ impl Pipeline {
         let lanes = Arc::new(RwLock::new(Arc::new(lanes)));
         // The pipeline wakes its own threads for periodic work, so that whoever embeds it
         // (the daemon, a test) cannot forget to and leave slow members split forever.
-        let stopping = Arc::new(AtomicBool::new(false));
+        let (stop_ticker, stopped) = std_mpsc::channel::<()>();
         let ticker = {
-            let (lanes, stopping) = (lanes.clone(), stopping.clone());
+            let lanes = lanes.clone();
             spawn("ribshard-tick".into(), move || {
-                while !stopping.load(Ordering::Relaxed) {
-                    std::thread::sleep(TICK);
+                while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
                     let l = read_lanes(&lanes);
                     tick(&l.shards, &l.updates);
                 }
@@ -391,7 +391,7 @@ impl Pipeline {
             registry: Mutex::new(Registry::default()),
             threads: Mutex::new(threads),
             ticker: Mutex::new(Some(ticker)),
-            stopping,
+            stop_ticker: Mutex::new(Some(stop_ticker)),
         })
     }
 
@@ -875,7 +875,7 @@ impl Pipeline {
 
     /// Stops every thread and waits for them.
     pub fn stop(&self) {
-        self.stopping.store(true, Ordering::Relaxed);
+        self.end_ticker();
         let lanes = self.lanes();
         for s in &lanes.shards {
             let _ = s.blocking_send(ToShard::Stop);
@@ -892,11 +892,22 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    fn end_ticker(&self) {
+        drop(
+            self.stop_ticker
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .take(),
+        );
+    }
+}
+
 impl Drop for Pipeline {
     /// Without [`Pipeline::stop`], the threads end as they did before the ticker: when the
     /// last sender goes. The ticker holds senders, so it must end first.
     fn drop(&mut self) {
-        self.stopping.store(true, Ordering::Relaxed);
+        self.end_ticker();
     }
 }
 
