@@ -3,7 +3,7 @@
 //!
 //! Why not a plain hash map of prefix to entry: a full table does not fit in the caches, and
 //! every random probe into 40-octet buckets missed them twice (control bytes, then bucket).
-//! Here the index is small enough to stay cached (5 octets per slot with its control byte),
+//! Here the index is small enough to stay cached (9 octets per slot with its control byte),
 //! entries sit in the order they were created, and a [`Handle`] reaches an entry with no
 //! lookup at all. The change journal holds handles, so deciding a freshly loaded table walks
 //! the arena front to back instead of probing the table once more per prefix.
@@ -32,10 +32,32 @@ impl Handle {
     }
 }
 
+/// An index slot: an arena position (low half) and the 32-bit hash of the key there (high
+/// half), so growing the index rehashes without reading the arena (random reads into it
+/// were 4% of a full-table load).
+type Slot = u64;
+
+#[inline]
+fn slot(at: u32, h: u32) -> Slot {
+    u64::from(h) << 32 | u64::from(at)
+}
+
+#[inline]
+fn slot_at(s: Slot) -> u32 {
+    s as u32
+}
+
+/// The table's hash from a slot's 32 bits: both halves, so the position (low bits) and the
+/// control tag (top 7 bits) come from different bits of it.
+#[inline]
+fn spread(h: u32) -> u64 {
+    u64::from(h) * 0x1_0000_0001
+}
+
 /// One family's entries.
 struct Arena<K, V> {
-    /// Arena positions, hashed by the key stored at that position.
-    index: HashTable<u32>,
+    /// Arena positions with their keys' hashes.
+    index: HashTable<Slot>,
     /// Entries in creation order; `None` where one was removed (listed in `free`).
     entries: Vec<Option<(K, V)>>,
     /// Removed positions, reused first so the arena does not grow under churn.
@@ -62,12 +84,19 @@ fn key_at<K: Copy, V>(entries: &[Option<(K, V)>], at: u32) -> Option<K> {
 
 impl<K: Copy + Eq + Hash, V> Arena<K, V> {
     #[inline]
+    fn hash(&self, k: &K) -> u32 {
+        (self.hasher.hash_one(k) >> 32) as u32
+    }
+
+    #[inline]
     fn find(&self, k: &K) -> Option<u32> {
-        let h = self.hasher.hash_one(k);
+        let h = self.hash(k);
         let entries = &self.entries;
         self.index
-            .find(h, |&at| key_at(entries, at).as_ref() == Some(k))
-            .copied()
+            .find(spread(h), |&s| {
+                s >> 32 == u64::from(h) && key_at(entries, slot_at(s)).as_ref() == Some(k)
+            })
+            .map(|&s| slot_at(s))
     }
 
     #[inline]
@@ -89,14 +118,14 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
             free,
             hasher,
         } = self;
-        let h = hasher.hash_one(k);
+        let h = (hasher.hash_one(k) >> 32) as u32;
         let entry = index.entry(
-            h,
-            |&at| key_at(entries, at) == Some(k),
-            |&at| key_at(entries, at).map_or(0, |k| hasher.hash_one(k)),
+            spread(h),
+            |&s| s >> 32 == u64::from(h) && key_at(entries, slot_at(s)) == Some(k),
+            |&s| spread((s >> 32) as u32),
         );
         match entry {
-            Entry::Occupied(e) => *e.get(),
+            Entry::Occupied(e) => slot_at(*e.get()),
             Entry::Vacant(e) => {
                 let at = match free.pop() {
                     Some(at) => {
@@ -117,7 +146,7 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
                         at
                     }
                 };
-                e.insert(at);
+                e.insert(slot(at, h));
                 at
             }
         }
@@ -125,8 +154,8 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
 
     fn remove(&mut self, at: u32) -> Option<(K, V)> {
         let (k, v) = self.entries.get_mut(at as usize)?.take()?;
-        let h = self.hasher.hash_one(k);
-        if let Ok(e) = self.index.find_entry(h, |&i| i == at) {
+        let h = self.hash(&k);
+        if let Ok(e) = self.index.find_entry(spread(h), |&s| slot_at(s) == at) {
             e.remove();
         }
         self.free.push(at);
