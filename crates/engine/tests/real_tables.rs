@@ -1,19 +1,97 @@
 //! The two full tables of the 2010 RouteViews RIB, fed to the pipeline from two upstream
 //! peers, give exactly the best paths the decision process defines, checked against a
 //! straightforward computation written here from the RFC's rules; and the same for one
-//! shard and for several. Skips (saying so) without `../shared/data`.
+//! shard and for several. A downstream eBGP peer receives exactly those best paths, through
+//! the update threads (full-table drains, split into many messages per shard). Skips (saying
+//! so) without `../shared/data`.
 
 mod common;
 
-use common::realdata::{info, load, peers_up, Table};
+use common::realdata::{info, load, peers_up, Table, LOCAL_AS};
+use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::attrs::NORMALIZED;
-use ribshard_rib::{Options, PeerInfo, RouteAttrs};
+use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo, RouteAttrs};
 use ribshard_wire::update::segment;
-use ribshard_wire::{parse_attributes_only, Prefix};
+use ribshard_wire::{frame, parse_attributes_only, parse_update, Prefix, SessionParams};
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::net::Ipv4Addr;
+use std::sync::{Arc, Mutex};
+
+/// The downstream peer's AS.
+const DOWN_AS: u32 = 64900;
+
+/// What the downstream peer is sent, kept whole.
+#[derive(Clone, Default)]
+struct Received(Arc<Mutex<Vec<u8>>>);
+
+impl Sink for Received {
+    fn send(&self, b: bytes::Bytes) -> bool {
+        self.0.lock().unwrap().extend_from_slice(&b);
+        true
+    }
+    fn queued(&self) -> usize {
+        0
+    }
+}
+
+fn downstream_params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+fn downstream() -> GroupSpec {
+    GroupSpec {
+        name: "downstream".into(),
+        kind: GroupKind::External,
+        local_as: LOCAL_AS,
+        global_as: None,
+        peer_as: DOWN_AS,
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        next_hop_self: true,
+        local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
+        local_v6: None,
+        export_accept: true,
+        params: downstream_params(),
+        families: [true, true],
+        role: None,
+    }
+}
+
+/// The downstream peer's table from the UPDATEs it was sent: each prefix with the second AS
+/// of its AS_PATH (ours comes first; the second names the upstream peer the path came from).
+fn downstream_table(bytes: &[u8]) -> HashMap<Prefix, u32> {
+    let mut t = HashMap::new();
+    let mut rest = bytes;
+    while let Ok(Some(len)) = frame(rest, 4096) {
+        let (msg, tail) = rest.split_at(len);
+        rest = tail;
+        let u = parse_update(&msg[19..], &downstream_params()).expect("valid UPDATEs");
+        for n in u.withdrawn_all() {
+            t.remove(&n.prefix);
+        }
+        if u.announced().next().is_none() {
+            continue;
+        }
+        let mut asns = u
+            .attrs
+            .as_path
+            .iter()
+            .flat_map(|p| p.segments())
+            .filter(|s| s.kind == segment::AS_SEQUENCE)
+            .flat_map(|s| s.asns());
+        assert_eq!(asns.next(), Some(LOCAL_AS), "our AS first");
+        let from = asns.next().unwrap_or(0);
+        for n in u.announced() {
+            t.insert(n.prefix, from);
+        }
+    }
+    assert!(rest.is_empty(), "a partial message");
+    t
+}
 
 /// RFC 4271 section 9.1.2.2 for two external paths, computed from the attribute bytes:
 /// shortest AS_PATH (an AS_SET counts one), lowest ORIGIN, lowest MED if both come from the
@@ -53,13 +131,30 @@ fn prefer(a: (&RouteAttrs, &PeerInfo), b: (&RouteAttrs, &PeerInfo)) -> Ordering 
         .then(a.1.address.cmp(&b.1.address))
 }
 
-fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Vec<(Prefix, u32, usize)> {
+/// The Loc-RIB (prefix, peer, attribute set) and the downstream peer's table.
+type Fed = (Vec<(Prefix, u32, usize)>, HashMap<Prefix, u32>);
+
+fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Fed {
     let p = Pipeline::start(PipelineConfig {
         shards,
         update_threads,
         options: Options::default(),
         write_queue: Default::default(),
     });
+    let received = Received::default();
+    let down = PeerInfo {
+        peer_as: DOWN_AS,
+        ..info(&tables[0])
+    };
+    let id = MemberId { peer: 9, epoch: 1 };
+    let member = Some((
+        downstream(),
+        id,
+        Box::new(received.clone()) as Box<dyn Sink>,
+    ));
+    for m in p.peer_up(9, down, member).0 {
+        p.blocking_send(m);
+    }
     peers_up(&p, tables);
     // Both sessions at once, interleaved in batches as two sessions would deliver them.
     let mut batchers: Vec<Batcher> = (0..tables.len())
@@ -90,7 +185,8 @@ fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Vec<(Prefix, 
         .map(|(pf, b)| (pf, b.peer, Arc::as_ptr(&b.attrs) as usize))
         .collect();
     p.stop();
-    rib
+    let bytes = received.0.lock().unwrap();
+    (rib, downstream_table(&bytes))
 }
 
 #[test]
@@ -119,8 +215,17 @@ fn two_routeviews_tables_give_the_defined_best_paths() {
         }
     }
     for (shards, uts) in [(1, 0), (2, 2)] {
-        let got = feed(&tables, shards, uts);
+        let (got, sent) = feed(&tables, shards, uts);
         assert_eq!(got.len(), want.len(), "prefixes with {shards} shards");
+        // Every best path reaches the downstream peer, from the peer that won it.
+        assert_eq!(sent.len(), want.len(), "prefixes sent with {shards} shards");
+        for (pf, (wp, _)) in &want {
+            assert_eq!(
+                sent.get(pf),
+                Some(&tables[*wp as usize].peer.asn),
+                "{pf} sent with {shards} shards"
+            );
+        }
         let mut from = [0usize; 2];
         for (pf, peer, attrs) in &got {
             let (wp, wa) = want[pf];

@@ -68,7 +68,7 @@ pub struct Path {
     pub gone: bool,
 }
 
-/// One prefix: 32 octets beside its 20-octet key.
+/// One prefix: 32 octets, in the shard table's arena beside its key (8 octets for IPv4).
 #[derive(Debug, Default)]
 struct Dest {
     /// Its paths; the best path last reported stays here (marked `gone`) after it is

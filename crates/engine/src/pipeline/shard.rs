@@ -4,7 +4,8 @@
 
 use super::update::UpdateWorker;
 use super::{
-    Handover, Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, WALK_BUDGET, WITHDRAW,
+    Handover, Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, BATCH, WALK_BUDGET,
+    WITHDRAW,
 };
 use ribshard_adjout::{Entry, GroupId, MemberId};
 use ribshard_rib::{Change, ExportCache, Exported, GroupSpec, PeerIndex, Shard, Walk, WalkOp};
@@ -407,8 +408,23 @@ impl ShardWorker {
         let mut out: Vec<(usize, GroupId, Vec<Entry>)> = Vec::new();
         for (id, g) in self.groups.iter_mut() {
             let entries = group_entries(&self.shard, g, &changes);
-            if !entries.is_empty() {
-                out.push((g.update_thread, *id, entries));
+            if entries.len() <= BATCH {
+                if !entries.is_empty() {
+                    out.push((g.update_thread, *id, entries));
+                }
+                continue;
+            }
+            // At most BATCH entries a message, so the update thread's bounded queue also
+            // bounds the memory in flight: a drain after a burst holds up to 16 batches of
+            // changes, and a queue of such messages could hold hundreds of MiB while the
+            // update thread was behind.
+            let mut rest = entries.into_iter();
+            loop {
+                let chunk: Vec<Entry> = rest.by_ref().take(BATCH).collect();
+                if chunk.is_empty() {
+                    break;
+                }
+                out.push((g.update_thread, *id, chunk));
             }
         }
         let shard = self.index;
