@@ -1,5 +1,5 @@
 //! The shard's table of prefixes: entries kept in a dense arena per family, found through a
-//! hash table that holds only their 4-octet arena positions.
+//! hash table that holds only their arena positions and hashes.
 //!
 //! Why not a plain hash map of prefix to entry: a full table does not fit in the caches, and
 //! every random probe into 40-octet buckets missed them twice (control bytes, then bucket).
