@@ -9,10 +9,10 @@
 mod realdata;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use realdata::{info, into_shard, load, peers_up, Table, LOCAL_AS};
+use realdata::{downstream, info, into_shard, load, peers_up, Table, DOWN_AS};
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
-use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo};
+use ribshard_rib::{Options, PeerInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -25,27 +25,6 @@ impl Sink for Discard {
     }
     fn queued(&self) -> usize {
         0
-    }
-}
-
-fn downstream() -> GroupSpec {
-    GroupSpec {
-        name: "downstream".into(),
-        kind: GroupKind::External,
-        local_as: LOCAL_AS,
-        global_as: None,
-        peer_as: 64900,
-        router_id: std::net::Ipv4Addr::new(192, 0, 2, 1),
-        next_hop_self: true,
-        local_v4: Some(std::net::Ipv4Addr::new(127, 0, 0, 1)),
-        local_v6: None,
-        export_accept: true,
-        params: ribshard_wire::SessionParams {
-            four_octet_as: true,
-            ..Default::default()
-        },
-        families: [true, true],
-        role: None,
     }
 }
 
@@ -71,7 +50,7 @@ fn loaded(
     let sent = Arc::new(AtomicU64::new(0));
     let id = MemberId { peer: 9, epoch: 1 };
     let down = PeerInfo {
-        peer_as: 64900,
+        peer_as: DOWN_AS,
         ..info(&tables[0])
     };
     for m in p

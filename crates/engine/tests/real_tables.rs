@@ -7,20 +7,18 @@
 
 mod common;
 
-use common::realdata::{info, load, peers_up, Table, LOCAL_AS};
+use common::realdata::{
+    downstream, downstream_params, info, load, peers_up, Table, DOWN_AS, LOCAL_AS,
+};
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::attrs::NORMALIZED;
-use ribshard_rib::{GroupKind, GroupSpec, Options, PeerInfo, RouteAttrs};
+use ribshard_rib::{Options, PeerInfo, RouteAttrs};
 use ribshard_wire::update::segment;
-use ribshard_wire::{frame, parse_attributes_only, parse_update, Prefix, SessionParams};
+use ribshard_wire::{frame, parse_attributes_only, parse_update, Prefix};
 use std::cmp::Ordering;
 use std::collections::HashMap;
-use std::net::Ipv4Addr;
 use std::sync::{Arc, Mutex};
-
-/// The downstream peer's AS.
-const DOWN_AS: u32 = 64900;
 
 /// What the downstream peer is sent, kept whole.
 #[derive(Clone, Default)]
@@ -33,31 +31,6 @@ impl Sink for Received {
     }
     fn queued(&self) -> usize {
         0
-    }
-}
-
-fn downstream_params() -> SessionParams {
-    SessionParams {
-        four_octet_as: true,
-        ..SessionParams::default()
-    }
-}
-
-fn downstream() -> GroupSpec {
-    GroupSpec {
-        name: "downstream".into(),
-        kind: GroupKind::External,
-        local_as: LOCAL_AS,
-        global_as: None,
-        peer_as: DOWN_AS,
-        router_id: Ipv4Addr::new(192, 0, 2, 1),
-        next_hop_self: true,
-        local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
-        local_v6: None,
-        export_accept: true,
-        params: downstream_params(),
-        families: [true, true],
-        role: None,
     }
 }
 

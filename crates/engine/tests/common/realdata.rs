@@ -6,9 +6,42 @@
 use ribshard_engine::pipeline::Pipeline;
 use ribshard_mrt::{Peer, Record, RibRecord};
 use ribshard_rib::attrs::next_hop_of;
-use ribshard_rib::{Interner, LoopChecks, Options, PeerInfo, RouteAttrs, Shard};
-use ribshard_wire::{parse_attributes_only, Nlri};
+use ribshard_rib::{
+    GroupKind, GroupSpec, Interner, LoopChecks, Options, PeerInfo, RouteAttrs, Shard,
+};
+use ribshard_wire::{parse_attributes_only, Nlri, SessionParams};
+use std::net::Ipv4Addr;
 use std::sync::Arc;
+
+/// The downstream peer's AS.
+pub const DOWN_AS: u32 = 64900;
+
+/// The downstream peer's session: 4-octet ASes, nothing else.
+pub fn downstream_params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+/// One downstream eBGP peer's group, next hop self.
+pub fn downstream() -> GroupSpec {
+    GroupSpec {
+        name: "downstream".into(),
+        kind: GroupKind::External,
+        local_as: LOCAL_AS,
+        global_as: None,
+        peer_as: DOWN_AS,
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        next_hop_self: true,
+        local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
+        local_v6: None,
+        export_accept: true,
+        params: downstream_params(),
+        families: [true, true],
+        role: None,
+    }
+}
 
 /// Our AS in these tests: absent from the 2010 paths (64999 is in them).
 pub const LOCAL_AS: u32 = 4_200_000_001;
