@@ -30,6 +30,14 @@ impl Handle {
     fn v6(at: u32) -> Handle {
         Handle(at | V6)
     }
+    /// The family's arena position: `Ok` for IPv4, `Err` for IPv6.
+    fn at(self) -> Result<u32, u32> {
+        if self.0 & V6 == 0 {
+            Ok(self.0)
+        } else {
+            Err(self.0 & !V6)
+        }
+    }
 }
 
 /// An index slot: an arena position (low half) and the 32-bit hash of the key there (high
@@ -76,26 +84,29 @@ impl<K: Copy + Eq + Hash, V> Default for Arena<K, V> {
     }
 }
 
-/// The key at a position, for the index's equality and rehash closures.
+/// The 32 bits of a key's hash a slot keeps.
 #[inline]
-fn key_at<K: Copy, V>(entries: &[Option<(K, V)>], at: u32) -> Option<K> {
-    entries.get(at as usize)?.as_ref().map(|(k, _)| *k)
+fn hash32<K: Hash>(hasher: &DefaultHashBuilder, k: &K) -> u32 {
+    (hasher.hash_one(k) >> 32) as u32
+}
+
+/// Whether slot `s` holds key `k` of hash `h`: the hashes first, so a control-tag collision
+/// rarely reads the arena.
+#[inline]
+fn holds<K: Eq, V>(entries: &[Option<(K, V)>], s: Slot, h: u32, k: &K) -> bool {
+    s >> 32 == u64::from(h)
+        && entries
+            .get(slot_at(s) as usize)
+            .and_then(Option::as_ref)
+            .is_some_and(|(key, _)| key == k)
 }
 
 impl<K: Copy + Eq + Hash, V> Arena<K, V> {
     #[inline]
-    fn hash(&self, k: &K) -> u32 {
-        (self.hasher.hash_one(k) >> 32) as u32
-    }
-
-    #[inline]
     fn find(&self, k: &K) -> Option<u32> {
-        let h = self.hash(k);
-        let entries = &self.entries;
+        let h = hash32(&self.hasher, k);
         self.index
-            .find(spread(h), |&s| {
-                s >> 32 == u64::from(h) && key_at(entries, slot_at(s)).as_ref() == Some(k)
-            })
+            .find(spread(h), |&s| holds(&self.entries, s, h, k))
             .map(|&s| slot_at(s))
     }
 
@@ -118,10 +129,10 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
             free,
             hasher,
         } = self;
-        let h = (hasher.hash_one(k) >> 32) as u32;
+        let h = hash32(hasher, &k);
         let entry = index.entry(
             spread(h),
-            |&s| s >> 32 == u64::from(h) && key_at(entries, slot_at(s)) == Some(k),
+            |&s| holds(entries, s, h, &k),
             |&s| spread((s >> 32) as u32),
         );
         match entry {
@@ -154,7 +165,7 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
 
     fn remove(&mut self, at: u32) -> Option<(K, V)> {
         let (k, v) = self.entries.get_mut(at as usize)?.take()?;
-        let h = self.hash(&k);
+        let h = hash32(&self.hasher, &k);
         if let Ok(e) = self.index.find_entry(spread(h), |&s| slot_at(s) == at) {
             e.remove();
         }
@@ -162,11 +173,8 @@ impl<K: Copy + Eq + Hash, V> Arena<K, V> {
         Some((k, v))
     }
 
-    fn iter(&self) -> impl Iterator<Item = (u32, &K, &V)> {
-        self.entries
-            .iter()
-            .enumerate()
-            .filter_map(|(at, e)| e.as_ref().map(|(k, v)| (at as u32, k, v)))
+    fn iter(&self) -> impl Iterator<Item = &(K, V)> {
+        self.entries.iter().flatten()
     }
 }
 
@@ -225,20 +233,18 @@ impl<V> PrefixMap<V> {
     /// The entry at a handle.
     #[inline]
     pub(crate) fn at(&self, h: Handle) -> Option<&V> {
-        if h.0 & V6 == 0 {
-            self.v4.get(h.0).map(|(_, v)| v)
-        } else {
-            self.v6.get(h.0 & !V6).map(|(_, v)| v)
+        match h.at() {
+            Ok(at) => self.v4.get(at).map(|(_, v)| v),
+            Err(at) => self.v6.get(at).map(|(_, v)| v),
         }
     }
 
     /// The prefix and entry at a handle.
     #[inline]
     pub(crate) fn at_mut(&mut self, h: Handle) -> Option<(Prefix, &mut V)> {
-        if h.0 & V6 == 0 {
-            self.v4.get_mut(h.0).map(|(k, v)| (v4_prefix(*k), v))
-        } else {
-            self.v6.get_mut(h.0 & !V6).map(|(p, v)| (*p, v))
+        match h.at() {
+            Ok(at) => self.v4.get_mut(at).map(|(k, v)| (v4_prefix(*k), v)),
+            Err(at) => self.v6.get_mut(at).map(|(p, v)| (*p, v)),
         }
     }
 
@@ -274,18 +280,17 @@ impl<V> PrefixMap<V> {
 
     /// Takes out the entry at a handle; the handle is invalid afterwards.
     pub(crate) fn remove_at(&mut self, h: Handle) -> Option<V> {
-        if h.0 & V6 == 0 {
-            self.v4.remove(h.0).map(|(_, v)| v)
-        } else {
-            self.v6.remove(h.0 & !V6).map(|(_, v)| v)
+        match h.at() {
+            Ok(at) => self.v4.remove(at).map(|(_, v)| v),
+            Err(at) => self.v6.remove(at).map(|(_, v)| v),
         }
     }
 
     pub(crate) fn iter(&self) -> impl Iterator<Item = (Prefix, &V)> {
         self.v4
             .iter()
-            .map(|(_, k, v)| (v4_prefix(*k), v))
-            .chain(self.v6.iter().map(|(_, p, v)| (*p, v)))
+            .map(|(k, v)| (v4_prefix(*k), v))
+            .chain(self.v6.iter().map(|(p, v)| (*p, v)))
     }
 
     pub(crate) fn keys(&self) -> impl Iterator<Item = Prefix> + '_ {
