@@ -662,7 +662,7 @@ fn latencies(trace: &Trace, sent: &[u64], received: &[(u64, u64)]) -> Vec<f64> {
                 s.get(j).copied()
             });
             let i = v.partition_point(|t| t < t_send);
-            if let Some(t) = v.get(i).filter(|t| next_send.map_or(true, |n| **t < n)) {
+            if let Some(t) = v.get(i).filter(|t| next_send.is_none_or(|n| **t < n)) {
                 out.push((t - t_send) as f64 / 1e6);
             }
         }

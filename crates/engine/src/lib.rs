@@ -16,6 +16,7 @@ pub mod negotiate;
 pub mod pipeline;
 pub mod session;
 pub mod socket;
+pub mod telemetry;
 
 pub use negotiate::{Negotiated, PeerSettings};
 pub use session::{Inbound, SessionHandle, SessionStatus, Sessions};

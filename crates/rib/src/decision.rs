@@ -152,3 +152,85 @@ fn cmp_at(paths: &[Candidate], i: usize, j: usize, with_med: bool, o: &Options) 
         _ => Ordering::Equal,
     }
 }
+
+/// A step of the decision process, as an operator reads why one path beat another (the
+/// Junos "inactive reason").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Step {
+    LocalPref,
+    AsPathLength,
+    Origin,
+    Med,
+    /// eBGP over iBGP.
+    External,
+    IgpCost,
+    /// The older of two external paths stays (without `external-router-id`).
+    OlderPath,
+    RouterId,
+    ClusterListLength,
+    PeerAddress,
+    /// Two paths of one peer (Add-Path) that tie everywhere else: the older one.
+    Arrival,
+}
+
+impl Step {
+    /// A stable name for machines (the management API).
+    pub fn id(self) -> &'static str {
+        match self {
+            Step::LocalPref => "local-preference",
+            Step::AsPathLength => "as-path-length",
+            Step::Origin => "origin",
+            Step::Med => "med",
+            Step::External => "external-over-internal",
+            Step::IgpCost => "igp-cost",
+            Step::OlderPath => "older-path",
+            Step::RouterId => "router-id",
+            Step::ClusterListLength => "cluster-list-length",
+            Step::PeerAddress => "peer-address",
+            Step::Arrival => "arrival",
+        }
+    }
+
+    /// The words Junos uses for it.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Step::LocalPref => "Local Preference",
+            Step::AsPathLength => "AS path",
+            Step::Origin => "Origin",
+            Step::Med => "Route Metric or MED comparison",
+            Step::External => "Interior > Exterior",
+            Step::IgpCost => "IGP metric",
+            Step::OlderPath => "Active preferred",
+            Step::RouterId => "Router ID",
+            Step::ClusterListLength => "Cluster list length",
+            Step::PeerAddress => "Update source",
+            Step::Arrival => "Older path",
+        }
+    }
+}
+
+/// The step at which [`compare`] tells `a` and `b` apart (`None` if it does not: the same
+/// path). Mirrors [`compare`] step for step; a property test holds them together.
+pub fn deciding_step(a: &Candidate, b: &Candidate, with_med: bool, o: &Options) -> Option<Step> {
+    let older_path = a.ebgp && b.ebgp && !o.external_router_id;
+    let steps = [
+        (a.local_pref != b.local_pref, Step::LocalPref),
+        (a.as_path_len != b.as_path_len, Step::AsPathLength),
+        (a.origin != b.origin, Step::Origin),
+        (with_med && a.med != b.med, Step::Med),
+        (a.ebgp != b.ebgp, Step::External),
+        (a.igp_cost != b.igp_cost, Step::IgpCost),
+        (older_path && a.arrival != b.arrival, Step::OlderPath),
+        (!older_path && a.router_id != b.router_id, Step::RouterId),
+        (
+            a.cluster_list_len != b.cluster_list_len,
+            Step::ClusterListLength,
+        ),
+        (a.peer_address != b.peer_address, Step::PeerAddress),
+        (a.arrival != b.arrival, Step::Arrival),
+    ];
+    steps
+        .into_iter()
+        .find(|(differs, _)| *differs)
+        .map(|(_, s)| s)
+}

@@ -310,7 +310,7 @@ impl ExportCache {
     ) -> Option<Arc<Exported>> {
         let key = (Arc::as_ptr(attrs) as usize, peer);
         if let Some((_, e)) = self.by_source.get(&key) {
-            if e.as_ref().map_or(true, |e| e.family == family) {
+            if e.as_ref().is_none_or(|e| e.family == family) {
                 return e.clone();
             }
         }

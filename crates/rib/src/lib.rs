@@ -9,12 +9,18 @@
 //! touched by one thread only.
 
 pub mod attrs;
+pub mod clock;
 pub mod decision;
 pub mod export;
 mod prefix_map;
 pub mod shard;
 
 pub use attrs::{Ingress, Interner, LoopChecks, RouteAttrs};
-pub use decision::{best_path, compare, multipath_equal, Candidate, Multipath, Options};
+pub use decision::{
+    best_path, compare, deciding_step, multipath_equal, Candidate, Multipath, Options, Step,
+};
 pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
-pub use shard::{shard_of, Change, Path, PeerIndex, PeerInfo, Shard, Walk, WalkOp};
+pub use shard::{
+    shard_of, Change, FamilyCounts, Ineligible, Path, PathFilter, PathState, PathView, PeerCounts,
+    PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp, Within,
+};

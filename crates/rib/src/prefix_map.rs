@@ -18,12 +18,15 @@ use std::hash::{BuildHasher, Hash};
 
 /// Where an entry lives, valid until the entry is removed (after that, the position may be
 /// given to another prefix). The top bit tells the family.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Handles order as a walk of the map visits them: the IPv4 arena, then the IPv6 one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Handle(u32);
 
 const V6: u32 = 1 << 31;
 
 impl Handle {
+    /// The first position of a walk.
+    pub(crate) const FIRST: Handle = Handle(0);
     fn v4(at: u32) -> Handle {
         Handle(at)
     }
@@ -193,12 +196,12 @@ impl<V> Default for PrefixMap<V> {
 }
 
 #[inline]
-fn v4_key(addr: u32, len: u8) -> u64 {
+pub(crate) fn v4_key(addr: u32, len: u8) -> u64 {
     u64::from(addr) << 8 | u64::from(len)
 }
 
 #[inline]
-fn v4_prefix(k: u64) -> Prefix {
+pub(crate) fn v4_prefix(k: u64) -> Prefix {
     Prefix::V4 {
         addr: (k >> 8) as u32,
         len: k as u8,
@@ -208,6 +211,38 @@ fn v4_prefix(k: u64) -> Prefix {
 impl<V> PrefixMap<V> {
     pub(crate) fn len(&self) -> usize {
         self.v4.index.len() + self.v6.index.len()
+    }
+
+    pub(crate) fn len_of(&self, family: ribshard_wire::Family) -> usize {
+        match family {
+            ribshard_wire::Family::Ipv4Unicast => self.v4.index.len(),
+            ribshard_wire::Family::Ipv6Unicast => self.v6.index.len(),
+        }
+    }
+
+    /// Entries at `from` and after it, in handle order, with their handles.
+    pub(crate) fn iter_from(&self, from: Handle) -> impl Iterator<Item = (Handle, Prefix, &V)> {
+        let (v4_at, v6_at) = match from.at() {
+            Ok(at) => (at as usize, 0),
+            Err(at) => (self.v4.entries.len(), at as usize),
+        };
+        let v4 = self.v4.entries.iter().enumerate().skip(v4_at);
+        let v6 = self.v6.entries.iter().enumerate().skip(v6_at);
+        v4.filter_map(|(i, e)| {
+            e.as_ref()
+                .map(|(k, v)| (Handle::v4(i as u32), v4_prefix(*k), v))
+        })
+        .chain(v6.filter_map(|(i, e)| e.as_ref().map(|(p, v)| (Handle::v6(i as u32), *p, v))))
+    }
+
+    /// The IPv4 entries by their 64-bit keys (address << 8 | length, which order as their
+    /// prefixes do), or the IPv6 ones by prefix: a family's entries for a sorted selection.
+    pub(crate) fn v4_entries(&self) -> impl Iterator<Item = (u64, &V)> {
+        self.v4.iter().map(|(k, v)| (*k, v))
+    }
+
+    pub(crate) fn v6_entries(&self) -> impl Iterator<Item = (Prefix, &V)> {
+        self.v6.iter().map(|(p, v)| (*p, v))
     }
 
     #[inline]

@@ -2,7 +2,9 @@
 //! 4271 steps one by one.
 
 use proptest::prelude::*;
-use ribshard_rib::{best_path, compare, multipath_equal, Candidate, Multipath, Options};
+use ribshard_rib::{
+    best_path, compare, deciding_step, multipath_equal, Candidate, Multipath, Options, Step,
+};
 use std::cmp::Ordering;
 
 fn base() -> Candidate {
@@ -54,6 +56,36 @@ fn options() -> impl Strategy<Value = Options> {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(2000))]
+
+    /// The step `show route detail` names is the one `compare` decides at: none exactly
+    /// when the two are the same path, and the preferred path wins at that step.
+    #[test]
+    fn deciding_step_agrees_with_compare(a in candidate(), b in candidate(), o in options(), with_med in any::<bool>()) {
+        let order = compare(&a, &b, with_med, &o);
+        let step = deciding_step(&a, &b, with_med, &o);
+        prop_assert_eq!(step.is_none(), order == Ordering::Equal);
+        if let Some(step) = step {
+            // Equal up to the step, different at it: setting b's field at that step to a's
+            // makes compare look further (or tie).
+            let mut c = b;
+            match step {
+                Step::LocalPref => c.local_pref = a.local_pref,
+                Step::AsPathLength => c.as_path_len = a.as_path_len,
+                Step::Origin => c.origin = a.origin,
+                Step::Med => c.med = a.med,
+                Step::External => c.ebgp = a.ebgp,
+                Step::IgpCost => c.igp_cost = a.igp_cost,
+                Step::OlderPath | Step::Arrival => c.arrival = a.arrival,
+                Step::RouterId => c.router_id = a.router_id,
+                Step::ClusterListLength => c.cluster_list_len = a.cluster_list_len,
+                Step::PeerAddress => c.peer_address = a.peer_address,
+            }
+            if step != Step::External {
+                let later = deciding_step(&a, &c, with_med, &o);
+                prop_assert!(later != Some(step), "{:?} then {:?}", step, later);
+            }
+        }
+    }
 
     /// Multipath: no path in the best path's equal-cost set is better than the best before
     /// the tie-breakers, the set is the same whatever the order paths came in, and

@@ -3,7 +3,8 @@
 
 use proptest::prelude::*;
 use ribshard_rib::{
-    best_path, Candidate, LoopChecks, Multipath, Options, PeerInfo, RouteAttrs, Shard,
+    best_path, Candidate, FamilyCounts, LoopChecks, Multipath, Options, PathFilter, PathState,
+    PeerCounts, PeerInfo, RouteAttrs, Shard,
 };
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{Nlri, Origin, Prefix};
@@ -225,6 +226,29 @@ proptest! {
             prop_assert_eq!(got, want, "prefix {}", prefix);
             prop_assert_eq!(loc_rib.get(&p(prefix)).copied(), want, "journal, prefix {}", prefix);
         }
+        // The counts kept as paths come and go equal a recount of the table.
+        let mut want = vec![[PeerCounts::default(); 2]; 4];
+        let mut family = FamilyCounts::default();
+        for prefix in 0..6u32 {
+            let Some(v) = s.route(&p(prefix), PathFilter { peer: None, hidden: true }) else {
+                continue;
+            };
+            family.prefixes += 1;
+            for pv in &v.paths {
+                let c = &mut want[pv.path.peer as usize][0];
+                c.received += 1;
+                c.loop_free += u32::from(pv.path.attrs.loop_free);
+                family.paths += 1;
+                if matches!(pv.state, PathState::Active { .. }) {
+                    c.active += 1;
+                    family.active += 1;
+                }
+            }
+        }
+        let mut got = s.peer_counts().to_vec();
+        got.resize(4, [PeerCounts::default(); 2]);
+        prop_assert_eq!(got, want);
+        prop_assert_eq!(s.family_counts(ribshard_wire::Family::Ipv4Unicast), family);
     }
 }
 

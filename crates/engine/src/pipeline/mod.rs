@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! sessions ──Batch──► shard k = hash(prefix) % N ──Live/Dump──► update thread of the group ──► members
-//!          ──PeerUp/PeerDown/EndOfRib (to every shard, in order with the session's batches)
+//!          ──Broadcast (PeerUp, PeerDown, ..., to every shard, in order with the batches)
 //!          ──Join/Leave/Refresh──► update thread of the group
+//! management ──Query (stats, routes a chunk at a time)──► shard
 //! ```
 //!
 //! Ordering rules that make this correct without locks on routing state:
@@ -29,12 +30,26 @@
 //! PeerDown, ...) is delivered whole inside one pass of the gate, so no re-shard falls between
 //! its parts.
 
+mod batcher;
+mod lanes;
+mod messages;
+mod query;
 mod shard;
 mod update;
 
-use ribshard_adjout::{Entry, GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
-use ribshard_rib::{shard_of, GroupSpec, Options, Path, PeerIndex, PeerInfo, RouteAttrs, Shard};
-use ribshard_wire::{Family, Nlri, Prefix};
+pub use batcher::Batcher;
+pub use lanes::{reserve, Lanes};
+pub use messages::{
+    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RouteChunk,
+    RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target, ToShard, ToUpdate,
+    UpdateThreadStats, WITHDRAW,
+};
+pub use query::{QueueReport, RouteWalk};
+
+use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
+use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
+use ribshard_rib::{GroupSpec, Options, PeerIndex, PeerInfo, Shard};
+use ribshard_wire::Family;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex, RwLock};
@@ -52,204 +67,6 @@ pub const BATCH: usize = 4096;
 pub const WALK_BUDGET: usize = 4096;
 /// How often every thread is woken for its periodic work (slow-peer catch-up).
 pub const TICK: std::time::Duration = std::time::Duration::from_millis(200);
-
-/// Routes from one peer for one shard: announcements and withdrawals in received order.
-#[derive(Debug, Default)]
-pub struct Batch {
-    pub peer: PeerIndex,
-    pub attrs: Vec<Arc<RouteAttrs>>,
-    /// (index into `attrs`, or [`WITHDRAW`], NLRI).
-    pub ops: Vec<(u32, Nlri)>,
-}
-
-pub const WITHDRAW: u32 = u32::MAX;
-
-/// A peer's membership in an update group, as the shards need it.
-#[derive(Clone, Debug)]
-pub struct Membership {
-    pub group: GroupId,
-    pub spec: Arc<GroupSpec>,
-    pub update_thread: usize,
-    pub member: MemberId,
-}
-
-pub enum ToShard {
-    /// A session reached Established. With a membership, the shard also starts dumping its
-    /// table to the new member (token 0).
-    PeerUp {
-        peer: PeerIndex,
-        info: PeerInfo,
-        member: Option<Membership>,
-    },
-    Routes(Batch),
-    /// A session left Established. `stale`: families whose paths stay as stale (graceful
-    /// restart, RFC 4724 section 4.2); the others go now.
-    PeerDown {
-        peer: PeerIndex,
-        stale: Option<[bool; 2]>,
-        member: Option<(GroupId, MemberId)>,
-    },
-    /// BoRR (RFC 7313): the peer re-advertises these families; its paths there are stale
-    /// until the EoRR ([`ToShard::FlushStale`]) and fresh again when sent again.
-    RefreshBegin {
-        peer: PeerIndex,
-        families: [bool; 2],
-    },
-    /// End-of-RIB, EoRR, restart time over, or no graceful restart on the new session: stale
-    /// paths of these families go.
-    FlushStale {
-        peer: PeerIndex,
-        families: [bool; 2],
-    },
-    /// Dump the table to a member (route refresh, slow-peer catch-up).
-    Dump {
-        group: GroupId,
-        member: MemberId,
-        token: u64,
-    },
-    /// Update-thread work, when update threading is off and the shard does it.
-    Update(Box<ToUpdate>),
-    /// Finish all walks and send all changes, then pass the barrier to the update threads.
-    Barrier(std_mpsc::Sender<()>),
-    /// The Loc-RIB as last reported: (prefix, best path).
-    LocRib(std_mpsc::Sender<Vec<(Prefix, Path)>>),
-    Stats(std_mpsc::Sender<ShardStats>),
-    Tick,
-    /// Hand the table over and end (a re-shard; see [`Pipeline::reconfigure`]).
-    Surrender(std_mpsc::Sender<Handover>),
-    Stop,
-}
-
-pub enum ToUpdate {
-    Join {
-        group: GroupId,
-        spec: Arc<GroupSpec>,
-        member: MemberId,
-        sink: Box<dyn Sink>,
-    },
-    Leave {
-        group: GroupId,
-        member: MemberId,
-    },
-    /// A ROUTE-REFRESH; `enhanced`: the family of the request when the member negotiated
-    /// enhanced route refresh (RFC 7313), which frames the dump with BoRR and EoRR.
-    Refresh {
-        group: GroupId,
-        member: MemberId,
-        enhanced: Option<Family>,
-    },
-    Live {
-        shard: usize,
-        group: GroupId,
-        entries: Vec<Entry>,
-    },
-    DumpBegin {
-        shard: usize,
-        group: GroupId,
-        member: MemberId,
-        token: u64,
-    },
-    /// Part of a table dump, for these members (with their tokens) of the group.
-    Dump {
-        group: GroupId,
-        members: Vec<(MemberId, u64)>,
-        entries: Vec<Entry>,
-    },
-    DumpEnd {
-        group: GroupId,
-        member: MemberId,
-        token: u64,
-    },
-    Barrier(std_mpsc::Sender<()>),
-    Stats(std_mpsc::Sender<UpdateThreadStats>),
-    Tick,
-    /// Hand the update groups over and end (a re-shard).
-    Surrender(std_mpsc::Sender<Handover>),
-    Stop,
-}
-
-/// What a thread hands over when a re-shard replaces it.
-pub struct Handover {
-    table: Option<Shard>,
-    /// The shard's update groups: id, spec and members.
-    groups: Vec<(GroupId, Arc<GroupSpec>, usize)>,
-    /// The update groups of an update thread, or of a shard running them itself.
-    worker: Option<update::UpdateWorker>,
-}
-
-/// What an update thread reports of itself and its groups.
-#[derive(Clone, Debug, PartialEq)]
-pub struct UpdateThreadStats {
-    /// `None` when update threading is off (the shard runs the groups).
-    pub thread: Option<usize>,
-    pub cpu_seconds: f64,
-    pub queue_high_water: usize,
-    pub groups: Vec<GroupReport>,
-}
-
-/// What a shard reports of itself.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct ShardStats {
-    pub shard: usize,
-    pub prefixes: usize,
-    pub paths: usize,
-    /// Prefixes whose equal-cost set (`multipath`) holds more than one path.
-    pub multipath_prefixes: usize,
-    pub queue_high_water: usize,
-    pub batches: u64,
-    pub changes: u64,
-    pub cpu_seconds: f64,
-}
-
-/// What an update thread reports of a group.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct GroupReport {
-    pub thread: usize,
-    pub group: GroupId,
-    pub name: String,
-    pub stats: ribshard_adjout::GroupStats,
-    pub members: Vec<(MemberId, ribshard_adjout::MemberStats)>,
-}
-
-/// A session's place in an update group, kept by the session until it goes down.
-#[derive(Clone, Debug)]
-pub struct Joined {
-    pub group: GroupId,
-    pub spec: Arc<GroupSpec>,
-    pub update_thread: usize,
-    pub member: MemberId,
-}
-
-/// Where a message goes, under the threads of one epoch.
-pub enum Target {
-    Shard(usize, ToShard),
-    Update(usize, ToUpdate),
-}
-
-/// A message and the epoch of the threads it was addressed for.
-pub struct Routed {
-    pub target: Target,
-    pub epoch: u64,
-    /// More parts of the same message to every shard follow (PeerUp, PeerDown, ...): the
-    /// sender keeps the gate until the last, so no re-shard comes between them.
-    pub more: bool,
-}
-
-impl Routed {
-    /// The epoch of a message addressed for whatever threads run when it is sent (tests and
-    /// tools that address and send at once).
-    pub const CURRENT: u64 = u64::MAX;
-}
-
-impl From<Target> for Routed {
-    fn from(target: Target) -> Routed {
-        Routed {
-            target,
-            epoch: Routed::CURRENT,
-            more: false,
-        }
-    }
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct PipelineConfig {
@@ -289,54 +106,6 @@ struct Registry {
     next_thread: usize,
 }
 
-/// The threads of one epoch and the channels to them; a re-shard replaces them whole.
-pub struct Lanes {
-    pub epoch: u64,
-    pub config: PipelineConfig,
-    shards: Vec<mpsc::Sender<ToShard>>,
-    updates: Vec<mpsc::Sender<ToUpdate>>,
-}
-
-impl Lanes {
-    pub fn shard(&self, i: usize) -> Option<&mpsc::Sender<ToShard>> {
-        self.shards.get(i)
-    }
-
-    pub fn update(&self, i: usize) -> Option<&mpsc::Sender<ToUpdate>> {
-        self.updates.get(i)
-    }
-
-    /// A message for the update thread of a group (for the shard when update threading is
-    /// off).
-    fn to_update(&self, t: usize, msg: ToUpdate) -> Target {
-        if self.updates.is_empty() {
-            Target::Shard(0, ToShard::Update(Box::new(msg)))
-        } else {
-            Target::Update(t.min(self.updates.len() - 1), msg)
-        }
-    }
-
-    /// A message for every shard, as parts that must be delivered together.
-    fn broadcast(&self, make: impl Fn() -> ToShard) -> Vec<Routed> {
-        let n = self.shards.len();
-        (0..n)
-            .map(|i| Routed {
-                target: Target::Shard(i, make()),
-                epoch: self.epoch,
-                more: i + 1 < n,
-            })
-            .collect()
-    }
-
-    fn routed(&self, target: Target) -> Routed {
-        Routed {
-            target,
-            epoch: self.epoch,
-            more: false,
-        }
-    }
-}
-
 /// What a re-shard did.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Reshard {
@@ -362,6 +131,7 @@ pub struct Pipeline {
     /// Dropping it ends the ticker thread at once, not after its current sleep: a stop (a
     /// daemon shutting down, every pipeline benchmark) would otherwise wait up to a tick.
     stop_ticker: Mutex<Option<std_mpsc::Sender<()>>>,
+    telemetry: Arc<Telemetry>,
 }
 
 impl Pipeline {
@@ -371,17 +141,29 @@ impl Pipeline {
         let tables = (0..config.shards)
             .map(|_| Shard::new(config.options))
             .collect();
-        let (lanes, threads) = spawn_threads(config, 0, tables, &[], Vec::new(), &HashMap::new());
+        let telemetry = Arc::new(Telemetry::default());
+        let (lanes, threads) = spawn_threads(
+            config,
+            0,
+            tables,
+            &[],
+            Vec::new(),
+            &HashMap::new(),
+            &telemetry,
+        );
         let lanes = Arc::new(RwLock::new(Arc::new(lanes)));
         // The pipeline wakes its own threads for periodic work, so that whoever embeds it
         // (the daemon, a test) cannot forget to and leave slow members split forever.
         let (stop_ticker, stopped) = std_mpsc::channel::<()>();
         let ticker = {
             let lanes = lanes.clone();
-            spawn("ribshard-tick".into(), move || {
+            spawn("rs-tick".into(), move || {
+                let work = register(ThreadKind::Ticker, 0);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+                    let began = Instant::now();
                     let l = read_lanes(&lanes);
                     tick(&l.shards, &l.updates);
+                    work.item(began.elapsed());
                 }
             })
         };
@@ -392,7 +174,13 @@ impl Pipeline {
             threads: Mutex::new(threads),
             ticker: Mutex::new(Some(ticker)),
             stop_ticker: Mutex::new(Some(stop_ticker)),
+            telemetry,
         })
+    }
+
+    /// What the pipeline measures of its convergence.
+    pub fn telemetry(&self) -> &Arc<Telemetry> {
+        &self.telemetry
     }
 
     /// The threads in force now.
@@ -464,7 +252,7 @@ impl Pipeline {
     }
 
     /// The update thread of a group now (`hint` for a group no longer registered).
-    fn placement(&self, group: GroupId, hint: usize) -> usize {
+    pub(super) fn placement(&self, group: GroupId, hint: usize) -> usize {
         let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         r.placement.get(&group).copied().unwrap_or(hint)
     }
@@ -510,10 +298,10 @@ impl Pipeline {
                 member: id,
             }
         });
-        out.extend(l.broadcast(|| ToShard::PeerUp {
+        out.extend(l.broadcast(Broadcast::PeerUp {
             peer,
             info,
-            member: membership.clone(),
+            member: membership,
         }));
         (out, joined)
     }
@@ -540,7 +328,7 @@ impl Pipeline {
             )));
         }
         let member = joined.as_ref().map(|j| (j.group, j.member));
-        out.extend(l.broadcast(|| ToShard::PeerDown {
+        out.extend(l.broadcast(Broadcast::PeerDown {
             peer,
             stale,
             member,
@@ -551,13 +339,19 @@ impl Pipeline {
     /// The messages that drop a peer's stale paths (End-of-RIB, restart time over).
     pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()
-            .broadcast(|| ToShard::FlushStale { peer, families })
+            .broadcast(Broadcast::FlushStale { peer, families })
     }
 
     /// BoRR from a peer (RFC 7313): its paths of these families become stale in every shard.
     pub fn refresh_begin(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()
-            .broadcast(|| ToShard::RefreshBegin { peer, families })
+            .broadcast(Broadcast::RefreshBegin { peer, families })
+    }
+
+    /// A marker behind everything the peer sent so far: each update group reports when it
+    /// has sent all of it ([`Telemetry::marker_reached`]).
+    pub fn marker(&self, peer: PeerIndex, token: u64) -> Vec<Routed> {
+        self.lanes().broadcast(Broadcast::Marker { peer, token })
     }
 
     /// A ROUTE-REFRESH from a member: its group sends it the table again (between BoRR and
@@ -573,166 +367,9 @@ impl Pipeline {
         )
     }
 
-    /// Addresses again, for the threads of `lanes`, a message addressed for earlier ones:
-    /// routes are split again by the shard that owns each prefix now; of a message to every
-    /// shard, the first part becomes the message to every new shard and the others nothing;
-    /// update-thread messages go where their group is now.
-    pub fn retarget(&self, r: Routed, lanes: &Lanes) -> Vec<Routed> {
-        if r.epoch == lanes.epoch {
-            return vec![r];
-        }
-        let n = lanes.shards.len();
-        match r.target {
-            Target::Shard(_, ToShard::Routes(batch)) => {
-                let mut b = Batcher::new(batch.peer, n);
-                b.epoch = lanes.epoch;
-                for (i, nlri) in batch.ops {
-                    match batch.attrs.get(i as usize) {
-                        Some(a) if i != WITHDRAW => b.announce(a, nlri),
-                        _ => b.withdraw(nlri),
-                    }
-                }
-                b.take()
-                    .into_iter()
-                    .map(|(i, m)| lanes.routed(Target::Shard(i, m)))
-                    .collect()
-            }
-            // Of a message to every shard, part 0 becomes the message to every new shard.
-            Target::Shard(0, ToShard::PeerUp { peer, info, member }) => {
-                let member = member.map(|m| Membership {
-                    update_thread: self.placement(m.group, m.update_thread),
-                    ..m
-                });
-                lanes.broadcast(|| ToShard::PeerUp {
-                    peer,
-                    info,
-                    member: member.clone(),
-                })
-            }
-            Target::Shard(
-                0,
-                ToShard::PeerDown {
-                    peer,
-                    stale,
-                    member,
-                },
-            ) => lanes.broadcast(|| ToShard::PeerDown {
-                peer,
-                stale,
-                member,
-            }),
-            Target::Shard(0, ToShard::FlushStale { peer, families }) => {
-                lanes.broadcast(|| ToShard::FlushStale { peer, families })
-            }
-            Target::Shard(0, ToShard::RefreshBegin { peer, families }) => {
-                lanes.broadcast(|| ToShard::RefreshBegin { peer, families })
-            }
-            // ... and the other parts nothing.
-            Target::Shard(
-                _,
-                ToShard::PeerUp { .. }
-                | ToShard::PeerDown { .. }
-                | ToShard::FlushStale { .. }
-                | ToShard::RefreshBegin { .. },
-            ) => Vec::new(),
-            Target::Shard(_, ToShard::Update(m)) => vec![self.update_routed(*m, lanes)],
-            Target::Update(_, m) => vec![self.update_routed(m, lanes)],
-            Target::Shard(i, m) => vec![lanes.routed(Target::Shard(i.min(n.max(1) - 1), m))],
-        }
-    }
-
-    fn update_routed(&self, m: ToUpdate, lanes: &Lanes) -> Routed {
-        let group = match &m {
-            ToUpdate::Join { group, .. }
-            | ToUpdate::Leave { group, .. }
-            | ToUpdate::Refresh { group, .. }
-            | ToUpdate::Live { group, .. }
-            | ToUpdate::DumpBegin { group, .. }
-            | ToUpdate::Dump { group, .. }
-            | ToUpdate::DumpEnd { group, .. } => Some(*group),
-            _ => None,
-        };
-        let t = group.map_or(0, |g| self.placement(g, 0));
-        lanes.routed(lanes.to_update(t, m))
-    }
-
-    /// Sends from a plain thread (tests, tools), waiting for room.
-    pub fn blocking_send(&self, r: impl Into<Routed>) {
-        let _gate = self.gate.blocking_read();
-        let lanes = self.lanes();
-        let mut r: Routed = r.into();
-        if r.epoch == Routed::CURRENT {
-            r.epoch = lanes.epoch;
-        }
-        for r in self.retarget(r, &lanes) {
-            send_blocking(&lanes, r.target);
-        }
-    }
-
-    /// Sends from a task, waiting for room.
-    pub async fn send(&self, r: impl Into<Routed>) {
-        let _gate = self.enter().await;
-        let lanes = self.lanes();
-        let mut r: Routed = r.into();
-        if r.epoch == Routed::CURRENT {
-            r.epoch = lanes.epoch;
-        }
-        for r in self.retarget(r, &lanes) {
-            match r.target {
-                Target::Shard(i, m) => {
-                    if let Some(s) = lanes.shards.get(i) {
-                        let _ = s.send(m).await;
-                    }
-                }
-                Target::Update(i, m) => {
-                    if let Some(s) = lanes.updates.get(i) {
-                        let _ = s.send(m).await;
-                    }
-                }
-            }
-        }
-    }
-
     /// Waits (blocking) until everything sent before has gone through every thread.
     pub fn barrier(&self) {
         barrier(&self.lanes());
-    }
-
-    /// The Loc-RIB of every shard (blocking), sorted by prefix.
-    pub fn loc_rib(&self) -> Vec<(Prefix, Path)> {
-        let mut all = Vec::new();
-        for s in &self.lanes().shards {
-            let (tx, rx) = std_mpsc::channel();
-            let _ = s.blocking_send(ToShard::LocRib(tx));
-            all.extend(rx.recv().unwrap_or_default());
-        }
-        all.sort_by_key(|(p, _)| *p);
-        all
-    }
-
-    /// Per-shard, per-update-thread and per-group accounting (blocking).
-    pub fn stats(&self) -> (Vec<ShardStats>, Vec<UpdateThreadStats>) {
-        let lanes = self.lanes();
-        let mut shards = Vec::new();
-        for s in &lanes.shards {
-            let (tx, rx) = std_mpsc::channel();
-            let _ = s.blocking_send(ToShard::Stats(tx));
-            shards.extend(rx.recv().ok());
-        }
-        let mut groups = Vec::new();
-        for u in &lanes.updates {
-            let (tx, rx) = std_mpsc::channel();
-            let _ = u.blocking_send(ToUpdate::Stats(tx));
-            groups.extend(rx.recv().ok());
-        }
-        if lanes.updates.is_empty() {
-            if let Some(s) = lanes.shards.first() {
-                let (tx, rx) = std_mpsc::channel();
-                let _ = s.blocking_send(ToShard::Update(Box::new(ToUpdate::Stats(tx))));
-                groups.extend(rx.recv().ok());
-            }
-        }
-        (shards, groups)
     }
 
     /// Wakes every thread for its periodic work (slow-peer catch-up) now, besides the
@@ -839,6 +476,7 @@ impl Pipeline {
             &shard_groups,
             groups,
             &r.placement,
+            &self.telemetry,
         );
         let lanes = Arc::new(lanes);
         *self.lanes.write().unwrap_or_else(|e| e.into_inner()) = lanes.clone();
@@ -848,12 +486,15 @@ impl Pipeline {
             .unwrap_or_else(|e| e.into_inner())
             .extend(handles);
         for (group, req) in requests {
-            for s in &lanes.shards {
-                let _ = s.blocking_send(ToShard::Dump {
-                    group,
-                    member: req.member,
-                    token: req.token,
-                });
+            for i in 0..lanes.shards.len() {
+                lanes.send_blocking(Target::Shard(
+                    i,
+                    ToShard::Dump {
+                        group,
+                        member: req.member,
+                        token: req.token,
+                    },
+                ));
             }
         }
         let done = Reshard {
@@ -915,21 +556,6 @@ fn read_lanes(l: &RwLock<Arc<Lanes>>) -> Arc<Lanes> {
     l.read().unwrap_or_else(|e| e.into_inner()).clone()
 }
 
-fn send_blocking(lanes: &Lanes, t: Target) {
-    match t {
-        Target::Shard(i, m) => {
-            if let Some(s) = lanes.shards.get(i) {
-                let _ = s.blocking_send(m);
-            }
-        }
-        Target::Update(i, m) => {
-            if let Some(s) = lanes.updates.get(i) {
-                let _ = s.blocking_send(m);
-            }
-        }
-    }
-}
-
 fn barrier(lanes: &Lanes) {
     let (tx, rx) = std_mpsc::channel();
     for s in &lanes.shards {
@@ -963,6 +589,7 @@ fn spawn_threads(
     shard_groups: &[(GroupId, Arc<GroupSpec>, usize)],
     groups: Vec<UpdateGroup>,
     placement: &HashMap<GroupId, usize>,
+    telemetry: &Arc<Telemetry>,
 ) -> (Lanes, Vec<JoinHandle<()>>) {
     let mut threads = Vec::new();
     let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
@@ -971,6 +598,9 @@ fn spawn_threads(
     let (update_tx, update_rx): (Vec<_>, Vec<_>) = (0..config.update_threads)
         .map(|_| mpsc::channel::<ToUpdate>(UPDATE_QUEUE))
         .unzip();
+    let shard_queues: Vec<Arc<QueueStats>> = (0..config.shards).map(|_| Arc::default()).collect();
+    let update_queues: Vec<Arc<QueueStats>> =
+        (0..config.update_threads).map(|_| Arc::default()).collect();
     let place = |g: GroupId| placement.get(&g).copied().unwrap_or(0);
     let mut workers: Vec<update::UpdateWorker> = (0..config.update_threads.max(1))
         .map(|i| {
@@ -978,7 +608,8 @@ fn spawn_threads(
                 i,
                 config.shards,
                 config.write_queue,
-                (config.update_threads > 0).then(|| shard_tx.clone()),
+                (config.update_threads > 0).then(|| (shard_tx.clone(), shard_queues.clone())),
+                telemetry.clone(),
             )
         })
         .collect();
@@ -992,23 +623,32 @@ fn spawn_threads(
     if config.update_threads == 0 {
         inline = workers.pop();
     } else {
-        for (w, rx) in workers.into_iter().zip(update_rx) {
-            let name = format!("ribshard-update-{}", w.index());
-            threads.push(spawn(name, move || update::run(w, rx)));
+        for ((w, rx), q) in workers.into_iter().zip(update_rx).zip(&update_queues) {
+            // Thread names fit Linux's 15 characters, so `top -H` tells them apart.
+            let name = format!("rs-update-{}", w.index());
+            let q = q.clone();
+            threads.push(spawn(name, move || update::run(w, rx, q)));
         }
     }
     for (i, (rx, table)) in shard_rx.into_iter().zip(tables).enumerate() {
-        let mut w = shard::ShardWorker::new(i, config, update_tx.clone(), inline.take());
+        let mut w = shard::ShardWorker::new(
+            i,
+            config,
+            (update_tx.clone(), update_queues.clone()),
+            inline.take(),
+            telemetry.clone(),
+        );
         w.resume(table, shard_groups, &place);
-        threads.push(spawn(format!("ribshard-shard-{i}"), move || {
-            shard::run(w, rx)
-        }));
+        let q = shard_queues.get(i).cloned().unwrap_or_default();
+        threads.push(spawn(format!("rs-shard-{i}"), move || shard::run(w, rx, q)));
     }
     let lanes = Lanes {
         epoch,
         config,
         shards: shard_tx,
         updates: update_tx,
+        shard_queues,
+        update_queues,
     };
     (lanes, threads)
 }
@@ -1031,97 +671,5 @@ fn spawn(name: String, f: impl FnOnce() + Send + 'static) -> JoinHandle<()> {
             tracing::error!("cannot start a pipeline thread: {e}");
             std::process::exit(1)
         }
-    }
-}
-
-/// Splits one peer's routes into per-shard batches.
-pub struct Batcher {
-    peer: PeerIndex,
-    batches: Vec<Batch>,
-    ops: usize,
-    /// The epoch of the shards it splits for ([`Pipeline::batcher`]).
-    epoch: u64,
-}
-
-impl Batcher {
-    pub fn new(peer: PeerIndex, shards: usize) -> Batcher {
-        Batcher {
-            peer,
-            batches: (0..shards.max(1))
-                .map(|_| Batch {
-                    peer,
-                    ..Batch::default()
-                })
-                .collect(),
-            ops: 0,
-            epoch: Routed::CURRENT,
-        }
-    }
-
-    /// The epoch of the shards its batches are addressed for.
-    pub fn epoch(&self) -> u64 {
-        self.epoch
-    }
-
-    /// Whether it holds enough to hand on: thousands of prefixes per shard per hand-off,
-    /// however many shards.
-    pub fn is_full(&self) -> bool {
-        self.ops >= BATCH * self.batches.len()
-    }
-
-    /// Operations held.
-    pub fn len(&self) -> usize {
-        self.ops
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ops == 0
-    }
-
-    #[inline]
-    pub fn announce(&mut self, attrs: &Arc<RouteAttrs>, n: Nlri) {
-        let i = shard_of(&n.prefix, self.batches.len());
-        if let Some(b) = self.batches.get_mut(i) {
-            let last = b.attrs.len();
-            let idx = match b.attrs.last() {
-                Some(a) if Arc::ptr_eq(a, attrs) => last - 1,
-                _ => {
-                    b.attrs.push(attrs.clone());
-                    last
-                }
-            };
-            b.ops.push((idx as u32, n));
-            self.ops += 1;
-        }
-    }
-
-    #[inline]
-    pub fn withdraw(&mut self, n: Nlri) {
-        let i = shard_of(&n.prefix, self.batches.len());
-        if let Some(b) = self.batches.get_mut(i) {
-            b.ops.push((WITHDRAW, n));
-            self.ops += 1;
-        }
-    }
-
-    /// The non-empty batches, as messages for their shards.
-    pub fn take(&mut self) -> Vec<(usize, ToShard)> {
-        self.ops = 0;
-        let peer = self.peer;
-        self.batches
-            .iter_mut()
-            .enumerate()
-            .filter(|(_, b)| !b.ops.is_empty())
-            .map(|(i, b)| {
-                let full = std::mem::replace(
-                    b,
-                    Batch {
-                        peer,
-                        ..Batch::default()
-                    },
-                );
-                (i, ToShard::Routes(full))
-            })
-            .collect()
     }
 }

@@ -1,17 +1,24 @@
 //! A shard thread: owns one [`Shard`], applies batches, decides best paths once per batch of
 //! work, runs export per update group, and walks its table in bounded steps (peer down,
-//! graceful-restart stale marking, table dumps) between messages.
+//! graceful-restart stale marking, table dumps, counting what each group advertises)
+//! between messages. Questions ([`Query`]) are answered between the same messages, from
+//! the table as decided.
 
+use super::lanes::blocking;
 use super::update::UpdateWorker;
 use super::{
-    Handover, Membership, PipelineConfig, ShardStats, ToShard, ToUpdate, BATCH, WALK_BUDGET,
-    WITHDRAW,
+    Broadcast, GroupCounts, Handover, Membership, PipelineConfig, Query, RouteChunk, RouteQuery,
+    Selection, ShardStats, ShownRoute, ToShard, ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
 };
+use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{Entry, GroupId, MemberId};
-use ribshard_rib::{Change, ExportCache, Exported, GroupSpec, PeerIndex, Shard, Walk, WalkOp};
+use ribshard_rib::{
+    Change, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk, WalkOp,
+};
 use ribshard_wire::Prefix;
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
+use std::time::Instant;
 use tokio::sync::mpsc;
 
 struct GroupState {
@@ -19,6 +26,41 @@ struct GroupState {
     update_thread: usize,
     cache: ExportCache,
     members: usize,
+    advertised: Advertised,
+}
+
+/// What a group advertises from this shard, kept as best paths change. A group new to the
+/// shard (or every group after a re-shard) is counted by a walk in bounded steps; until it
+/// ends, a change counts only where the walk has been (the walk counts the rest as it finds
+/// it).
+#[derive(Default)]
+struct Advertised {
+    /// Where the counting walk goes on; `None` once done.
+    walk: Option<Position>,
+    prefixes: [u64; 2],
+    by_source: HashMap<PeerIndex, [u64; 2]>,
+}
+
+impl Advertised {
+    fn counting() -> Advertised {
+        Advertised {
+            walk: Some(Position::START),
+            ..Advertised::default()
+        }
+    }
+    /// Whether a change at `at` is already counted (the walk has been there).
+    fn covers(&self, at: Position) -> bool {
+        self.walk.is_none_or(|w| at < w)
+    }
+    fn add(&mut self, source: PeerIndex, family: usize, on: bool) {
+        let step = |n: &mut u64| *n = if on { *n + 1 } else { n.saturating_sub(1) };
+        if let Some(n) = self.prefixes.get_mut(family) {
+            step(n);
+        }
+        if let Some(n) = self.by_source.entry(source).or_default().get_mut(family) {
+            step(n);
+        }
+    }
 }
 
 /// How often a tick may sweep the export caches.
@@ -35,7 +77,8 @@ struct DumpWalk {
 }
 
 enum Out {
-    Threads(Vec<mpsc::Sender<ToUpdate>>),
+    /// The update threads, with their queues' accounting.
+    Threads(Vec<mpsc::Sender<ToUpdate>>, Vec<Arc<QueueStats>>),
     /// Update threading off: this shard runs the groups.
     Inline(Box<UpdateWorker>),
 }
@@ -52,6 +95,9 @@ pub(super) struct ShardWorker {
     /// When the export caches were last swept on a tick.
     last_sweep: std::time::Instant,
     stats: ShardStats,
+    telemetry: Arc<Telemetry>,
+    /// When the batches applied since the last drain were received.
+    received: Vec<Instant>,
 }
 
 impl ShardWorker {
@@ -60,15 +106,16 @@ impl ShardWorker {
     pub(super) fn new(
         index: usize,
         config: PipelineConfig,
-        updates: Vec<mpsc::Sender<ToUpdate>>,
+        updates: (Vec<mpsc::Sender<ToUpdate>>, Vec<Arc<QueueStats>>),
         inline: Option<UpdateWorker>,
+        telemetry: Arc<Telemetry>,
     ) -> ShardWorker {
-        let out = if updates.is_empty() {
+        let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
-                UpdateWorker::new(0, 1, config.write_queue, None)
+                UpdateWorker::new(0, 1, config.write_queue, None, telemetry.clone())
             })))
         } else {
-            Out::Threads(updates)
+            Out::Threads(updates.0, updates.1)
         };
         ShardWorker {
             index,
@@ -83,11 +130,14 @@ impl ShardWorker {
                 shard: index,
                 ..ShardStats::default()
             },
+            telemetry,
+            received: Vec::new(),
         }
     }
 
     /// Takes over a table and the update groups it exports to (a re-shard, or a new
-    /// pipeline with an empty table), each group on the update thread `place` gives.
+    /// pipeline with an empty table), each group on the update thread `place` gives. What
+    /// each group advertises from the table is counted again.
     pub(super) fn resume(
         &mut self,
         table: Shard,
@@ -103,6 +153,7 @@ impl ShardWorker {
                     update_thread: place(*id),
                     cache: ExportCache::default(),
                     members: *members,
+                    advertised: Advertised::counting(),
                 },
             );
         }
@@ -124,17 +175,17 @@ impl ShardWorker {
                 .collect(),
             worker: match self.out {
                 Out::Inline(w) => Some(*w),
-                Out::Threads(_) => None,
+                Out::Threads(..) => None,
             },
         }
     }
 
     fn send_update(&mut self, t: usize, msg: ToUpdate) {
         match &mut self.out {
-            Out::Threads(senders) => {
-                if let Some(s) = senders.get(t) {
+            Out::Threads(senders, queues) => {
+                if let Some((s, q)) = senders.get(t).zip(queues.get(t)) {
                     // Blocks while the update thread is behind: backpressure to the sessions.
-                    let _ = s.blocking_send(msg);
+                    blocking(s, q, msg);
                 }
             }
             Out::Inline(w) => {
@@ -145,23 +196,24 @@ impl ShardWorker {
         }
     }
 
+    /// Walks that routing waits for: a peer's paths, table dumps.
     fn busy(&self) -> bool {
         !self.walks.is_empty() || !self.dumps.is_empty()
+    }
+
+    /// Work to do while the queue is empty: the walks, and counting what groups advertise.
+    fn has_work(&self) -> bool {
+        self.busy() || self.groups.values().any(|g| g.advertised.walk.is_some())
     }
 
     /// Handles a message; false to stop.
     fn handle(&mut self, msg: ToShard) -> bool {
         match msg {
-            ToShard::PeerUp { peer, info, member } => {
-                self.finish_walks_of(peer);
-                self.shard.set_peer(peer, info);
-                if let Some(m) = member {
-                    self.add_member(m);
-                }
-            }
+            ToShard::All(b) => self.broadcast(b),
             ToShard::Routes(batch) => {
                 self.finish_walks_of(batch.peer);
                 self.stats.batches += 1;
+                self.received.extend(batch.received);
                 let peer = batch.peer;
                 for (i, n) in batch.ops {
                     if i == WITHDRAW {
@@ -170,32 +222,6 @@ impl ShardWorker {
                         self.shard.announce_one(peer, a, n);
                     }
                 }
-            }
-            ToShard::PeerDown {
-                peer,
-                stale,
-                member,
-            } => {
-                self.finish_walks_of(peer);
-                let op = match stale {
-                    Some(f) => WalkOp::MarkStale(f),
-                    None => WalkOp::Remove,
-                };
-                let w = self.shard.walk(peer, op);
-                self.walks.push_back(w);
-                if let Some((group, _)) = member {
-                    self.remove_member(group);
-                }
-            }
-            ToShard::FlushStale { peer, families } => {
-                self.finish_walks_of(peer);
-                let w = self.shard.walk(peer, WalkOp::FlushStale(families));
-                self.walks.push_back(w);
-            }
-            ToShard::RefreshBegin { peer, families } => {
-                self.finish_walks_of(peer);
-                let w = self.shard.walk(peer, WalkOp::RefreshBegin(families));
-                self.walks.push_back(w);
             }
             ToShard::Dump {
                 group,
@@ -209,13 +235,14 @@ impl ShardWorker {
                     }
                 }
             }
+            ToShard::Query(q) => self.answer(q),
             ToShard::Barrier(ack) => {
                 while self.busy() {
                     self.step();
                 }
                 self.drain();
                 match &mut self.out {
-                    Out::Threads(senders) => {
+                    Out::Threads(senders, _) => {
                         for s in senders.iter() {
                             let _ = s.blocking_send(ToUpdate::Barrier(ack.clone()));
                         }
@@ -224,22 +251,6 @@ impl ShardWorker {
                         let _ = ack.send(());
                     }
                 }
-            }
-            ToShard::LocRib(reply) => {
-                let rib = self
-                    .shard
-                    .reported_prefixes()
-                    .into_iter()
-                    .filter_map(|p| self.shard.reported(&p).map(|b| (p, b.clone())))
-                    .collect();
-                let _ = reply.send(rib);
-            }
-            ToShard::Stats(reply) => {
-                self.stats.prefixes = self.shard.prefixes();
-                self.stats.paths = self.shard.paths();
-                self.stats.multipath_prefixes = self.shard.multipath_prefixes();
-                self.stats.cpu_seconds = thread_cpu_seconds();
-                let _ = reply.send(self.stats.clone());
             }
             ToShard::Tick => {
                 if let Out::Inline(w) = &mut self.out {
@@ -265,12 +276,143 @@ impl ShardWorker {
         true
     }
 
+    fn broadcast(&mut self, b: Broadcast) {
+        // Whatever the peer did before: a new session's routes must not be removed (or
+        // marked stale) by the old session's walk.
+        self.finish_walks_of(b.peer());
+        match b {
+            Broadcast::PeerUp { peer, info, member } => {
+                self.shard.set_peer(peer, info);
+                if let Some(m) = member {
+                    self.add_member(m);
+                }
+            }
+            Broadcast::PeerDown {
+                peer,
+                stale,
+                member,
+            } => {
+                let op = match stale {
+                    Some(f) => WalkOp::MarkStale(f),
+                    None => WalkOp::Remove,
+                };
+                let w = self.shard.walk(peer, op);
+                self.walks.push_back(w);
+                if let Some((group, _)) = member {
+                    self.remove_member(group);
+                }
+            }
+            Broadcast::FlushStale { peer, families } => {
+                let w = self.shard.walk(peer, WalkOp::FlushStale(families));
+                self.walks.push_back(w);
+            }
+            Broadcast::RefreshBegin { peer, families } => {
+                let w = self.shard.walk(peer, WalkOp::RefreshBegin(families));
+                self.walks.push_back(w);
+            }
+            Broadcast::Marker { peer, token } => {
+                // Everything before it goes out first: decided, exported, handed on.
+                self.drain();
+                let shard = self.index;
+                let threads = match &self.out {
+                    Out::Threads(s, _) => s.len(),
+                    Out::Inline(_) => 1,
+                };
+                for t in 0..threads {
+                    self.send_update(t, ToUpdate::Marker { shard, peer, token });
+                }
+            }
+        }
+    }
+
+    fn answer(&mut self, q: Query) {
+        match q {
+            Query::Stats(reply) => {
+                let mut s = self.stats.clone();
+                s.prefixes = self.shard.prefixes();
+                s.paths = self.shard.paths();
+                s.families = [
+                    self.shard.family_counts(ribshard_wire::Family::Ipv4Unicast),
+                    self.shard.family_counts(ribshard_wire::Family::Ipv6Unicast),
+                ];
+                s.peers = self.shard.peer_counts().to_vec();
+                s.groups = self
+                    .groups
+                    .iter()
+                    .map(|(id, g)| GroupCounts {
+                        group: *id,
+                        advertised: g.advertised.walk.is_none().then_some(g.advertised.prefixes),
+                        by_source: g
+                            .advertised
+                            .by_source
+                            .iter()
+                            .filter(|(_, c)| **c != [0, 0])
+                            .map(|(p, c)| (*p, *c))
+                            .collect(),
+                    })
+                    .collect();
+                s.cpu_seconds = thread_cpu_seconds();
+                let _ = reply.send(s);
+            }
+            Query::Routes(q, reply) => {
+                // Shown as decided: what the update groups were told.
+                self.drain();
+                let _ = reply.send(self.routes(&q));
+            }
+        }
+    }
+
+    /// One chunk of a walk of routes.
+    fn routes(&mut self, q: &RouteQuery) -> RouteChunk {
+        let (prefixes, more) = match q.select {
+            Selection::Exact(p) => (vec![p.masked()], false),
+            Selection::Longest(a) => (self.shard.longest_match(a).into_iter().collect(), false),
+            Selection::Table(family, within) => {
+                let c = self.shard.family_counts(family);
+                let per_prefix = c.paths.div_ceil(c.prefixes.max(1)).max(1);
+                let limit = (q.max_paths / per_prefix).clamp(16, 1 << 16);
+                let p = self.shard.select(family, q.after.as_ref(), within, limit);
+                let more = p.len() == limit;
+                (p, more)
+            }
+        };
+        let routes = prefixes.iter().filter_map(|p| self.shown(p, q)).collect();
+        RouteChunk { routes, more }
+    }
+
+    fn shown(&mut self, p: &Prefix, q: &RouteQuery) -> Option<ShownRoute> {
+        let mut view = self.shard.route(p, q.filter)?;
+        let advertised = match q.advertised {
+            None => None,
+            Some((group, member)) => {
+                let g = self.groups.get_mut(&group)?;
+                let best = self.shard.reported(p)?;
+                if best.peer == member {
+                    return None;
+                }
+                let src = self.shard.peer(best.peer);
+                let e = g
+                    .cache
+                    .get(&g.spec, &src, best.peer, &best.attrs, p.family())?;
+                view.paths
+                    .retain(|v| matches!(v.state, PathState::Active { .. }));
+                Some((e, g.spec.params))
+            }
+        };
+        Some(ShownRoute {
+            shard: self.index,
+            view,
+            advertised,
+        })
+    }
+
     fn add_member(&mut self, m: Membership) {
         let g = self.groups.entry(m.group).or_insert_with(|| GroupState {
             spec: m.spec.clone(),
             update_thread: m.update_thread,
             cache: ExportCache::default(),
             members: 0,
+            advertised: Advertised::counting(),
         });
         g.members += 1;
         self.start_dump(m.group, m.member, 0);
@@ -335,7 +477,7 @@ impl ShardWorker {
         }
     }
 
-    /// One bounded step of walking: peer walks first, then dumps.
+    /// One bounded step of walking: peer walks first, then dumps, then counting.
     fn step(&mut self) {
         if let Some(mut w) = self.walks.pop_front() {
             if !self.shard.walk_step(&mut w, WALK_BUDGET) {
@@ -344,6 +486,7 @@ impl ShardWorker {
             return;
         }
         let Some(mut d) = self.dumps.pop_front() else {
+            self.count_step();
             return;
         };
         let end = (d.at + WALK_BUDGET).min(d.prefixes.len());
@@ -394,14 +537,46 @@ impl ShardWorker {
         }
     }
 
+    /// One step of counting what a group advertises (the first group still counting).
+    fn count_step(&mut self) {
+        let Some(g) = self
+            .groups
+            .values_mut()
+            .find(|g| g.advertised.walk.is_some())
+        else {
+            return;
+        };
+        let Some(from) = g.advertised.walk else {
+            return;
+        };
+        let shard = &self.shard;
+        let GroupState {
+            spec,
+            cache,
+            advertised,
+            ..
+        } = g;
+        advertised.walk = shard.count_step(from, WALK_BUDGET, |prefix, best| {
+            let src = shard.peer(best.peer);
+            if cache
+                .get(spec, &src, best.peer, &best.attrs, prefix.family())
+                .is_some()
+            {
+                advertised.add(best.peer, prefix.family().index(), true);
+            }
+        });
+    }
+
     /// Decides every touched prefix once and sends each group what changed for it.
     fn drain(&mut self) {
         self.since_drain = 0;
         if self.shard.pending() == 0 {
+            self.observe_decided();
             return;
         }
         let changes = self.shard.drain_changes();
         self.stats.changes += changes.len() as u64;
+        let received = self.observe_decided();
         if self.groups.is_empty() {
             return;
         }
@@ -435,25 +610,51 @@ impl ShardWorker {
                     shard,
                     group,
                     entries,
+                    received,
                 },
             );
         }
     }
+
+    /// The batches applied since the last drain are decided: their latencies go into the
+    /// histogram; returns the oldest receipt, which the update threads measure from.
+    fn observe_decided(&mut self) -> Option<Instant> {
+        let oldest = self.received.iter().min().copied();
+        for t in self.received.drain(..) {
+            self.telemetry.decided.observe(t.elapsed());
+        }
+        oldest
+    }
 }
 
 /// What one group must be told of a set of best-path changes: exported old and new compared,
-/// so a change that does not alter what the group advertises sends nothing.
+/// so a change that does not alter what the group advertises sends nothing. What the group
+/// advertises is counted as it changes.
 fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<Entry> {
     let mut entries = Vec::new();
+    let GroupState {
+        spec,
+        cache,
+        advertised,
+        ..
+    } = g;
     let mut export = |p: &Option<ribshard_rib::Path>, f| -> Option<Arc<Exported>> {
         let p = p.as_ref()?;
         let src = shard.peer(p.peer);
-        g.cache.get(&g.spec, &src, p.peer, &p.attrs, f)
+        cache.get(spec, &src, p.peer, &p.attrs, f)
     };
     for c in changes {
         let f = c.prefix.family();
         let old = export(&c.old, f);
         let new = export(&c.best, f);
+        if advertised.covers(c.position) {
+            if let (Some(_), Some(p)) = (&old, &c.old) {
+                advertised.add(p.peer, f.index(), false);
+            }
+            if let (Some(_), Some(p)) = (&new, &c.best) {
+                advertised.add(p.peer, f.index(), true);
+            }
+        }
         // The source matters too: a path is never sent back to the peer it came from.
         let same_source = c.old.as_ref().map(|p| p.peer) == c.best.as_ref().map(|p| p.peer);
         let same = match (&old, &new) {
@@ -472,9 +673,10 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
     entries
 }
 
-pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>) {
+pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Arc<QueueStats>) {
+    let work = register(ThreadKind::Shard, w.index);
     loop {
-        let msg = if w.busy() {
+        let msg = if w.has_work() {
             match rx.try_recv() {
                 Ok(m) => Some(m),
                 Err(mpsc::error::TryRecvError::Empty) => None,
@@ -486,12 +688,14 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>) {
                 None => return,
             }
         };
+        let began = Instant::now();
         match msg {
             Some(ToShard::Surrender(reply)) => {
                 let _ = reply.send(w.surrender());
                 return;
             }
             Some(m) => {
+                w.shard.set_clock(ribshard_rib::clock::now());
                 if !w.handle(m) {
                     w.drain();
                     return;
@@ -499,14 +703,20 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>) {
                 w.since_drain += 1;
                 let depth = rx.len();
                 w.stats.queue_high_water = w.stats.queue_high_water.max(depth);
+                queue.depth_seen(depth + 1);
                 // Decide once per burst: changes to a prefix queued twice are decided once.
                 if depth == 0 || w.since_drain >= 16 {
                     w.drain();
                 }
+                let took = began.elapsed();
+                w.stats.messages += 1;
+                w.stats.longest = w.stats.longest.max(took);
+                work.item(took);
             }
             None => {
                 w.step();
                 w.drain();
+                work.item(began.elapsed());
             }
         }
     }

@@ -3,24 +3,35 @@
 //! member joins late, asks for a refresh, or catches up after being a slow writer.
 
 use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
+use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup, WriteQueueLimits};
-use std::collections::{BTreeMap, VecDeque};
-use std::time::Duration;
+use ribshard_rib::PeerIndex;
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
+
+/// The shards' channels and their queues' accounting, where an update thread asks for dumps.
+pub(super) type ShardChannels = (Vec<mpsc::Sender<ToShard>>, Vec<Arc<QueueStats>>);
 
 pub(super) struct UpdateWorker {
     index: usize,
     shards: usize,
     limits: WriteQueueLimits,
     groups: BTreeMap<GroupId, UpdateGroup>,
-    /// Where dump requests go; `None` when this worker runs inside the single shard, which
-    /// takes them from [`UpdateWorker::handle`]'s result.
-    shard_tx: Option<Vec<mpsc::Sender<ToShard>>>,
+    /// Where dump requests go (with the queues' accounting); `None` when this worker runs
+    /// inside the single shard, which takes them from [`UpdateWorker::handle`]'s result.
+    shard_tx: Option<ShardChannels>,
     /// Dump requests that found a shard queue full, retried on the next tick: an update
     /// thread never blocks on a shard (shards block on update threads).
     unsent: VecDeque<(usize, GroupId, DumpRequest)>,
     /// The deepest its queue has been, in messages.
     pub(super) queue_high_water: usize,
+    telemetry: Arc<Telemetry>,
+    /// Each group's latency histogram (receipt to written).
+    written: HashMap<GroupId, Arc<Histogram>>,
+    /// Markers seen, by (peer, token): how many shards have passed them.
+    markers: HashMap<(PeerIndex, u64), usize>,
 }
 
 impl UpdateWorker {
@@ -28,7 +39,8 @@ impl UpdateWorker {
         index: usize,
         shards: usize,
         limits: WriteQueueLimits,
-        shard_tx: Option<Vec<mpsc::Sender<ToShard>>>,
+        shard_tx: Option<ShardChannels>,
+        telemetry: Arc<Telemetry>,
     ) -> UpdateWorker {
         UpdateWorker {
             index,
@@ -38,6 +50,9 @@ impl UpdateWorker {
             shard_tx,
             unsent: VecDeque::new(),
             queue_high_water: 0,
+            telemetry,
+            written: HashMap::new(),
+            markers: HashMap::new(),
         }
     }
 
@@ -98,9 +113,27 @@ impl UpdateWorker {
                 shard,
                 group,
                 entries,
+                received,
             } => {
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.live(shard, &entries);
+                    if let Some(at) = received {
+                        let telemetry = &self.telemetry;
+                        self.written
+                            .entry(group)
+                            .or_insert_with(|| telemetry.written(group, &g.spec.name))
+                            .observe(at.elapsed());
+                    }
+                }
+            }
+            ToUpdate::Marker { peer, token, .. } => {
+                let seen = self.markers.entry((peer, token)).or_insert(0);
+                *seen += 1;
+                if *seen >= self.shards {
+                    self.markers.remove(&(peer, token));
+                    for id in self.groups.keys() {
+                        self.telemetry.marker_reached(peer, token, *id);
+                    }
                 }
             }
             ToUpdate::DumpBegin {
@@ -147,6 +180,7 @@ impl UpdateWorker {
                             thread,
                             group: g.id,
                             name: g.spec.name.clone(),
+                            spec: g.spec.clone(),
                             stats: g.stats.clone(),
                             members: g.members().map(|(m, s)| (m, s.clone())).collect(),
                         })
@@ -176,9 +210,14 @@ impl UpdateWorker {
     }
 
     fn flush_requests(&mut self) {
-        let Some(tx) = &self.shard_tx else { return };
+        let Some((tx, queues)) = &self.shard_tx else {
+            return;
+        };
         while let Some((s, group, r)) = self.unsent.pop_front() {
             let Some(sender) = tx.get(s) else { continue };
+            if let Some(q) = queues.get(s) {
+                q.sent();
+            }
             let msg = ToShard::Dump {
                 group,
                 member: r.member,
@@ -196,7 +235,8 @@ impl UpdateWorker {
     }
 }
 
-pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>) {
+pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: Arc<QueueStats>) {
+    let work = register(ThreadKind::Update, w.index);
     while let Some(m) = rx.blocking_recv() {
         match m {
             ToUpdate::Stop => return,
@@ -211,7 +251,10 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>) {
             _ => {}
         }
         w.queue_high_water = w.queue_high_water.max(rx.len() + 1);
+        queue.depth_seen(rx.len() + 1);
+        let began = Instant::now();
         w.handle(m);
+        work.item(began.elapsed());
         if !w.unsent.is_empty() {
             // Retry soon without spinning; the shard is draining its queue meanwhile.
             std::thread::sleep(Duration::from_micros(200));

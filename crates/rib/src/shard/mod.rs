@@ -15,6 +15,9 @@ use ribshard_wire::{Family, Nlri, Prefix};
 use crate::prefix_map::{Handle, PrefixMap};
 use std::sync::Arc;
 
+mod view;
+pub use view::{Ineligible, PathFilter, PathState, PathView, RouteView, Within};
+
 pub type PeerIndex = u32;
 
 /// What the shard knows of a peer.
@@ -60,12 +63,58 @@ pub struct Path {
     /// 4 billion announcements to one shard, where it can only reorder two otherwise equal
     /// paths of one peer (Add-Path) once.
     pub arrival: u32,
-    /// Kept for a gracefully restarting peer (RFC 4724 section 4.2) until it sends the path
-    /// again, its End-of-RIB, or the restart time passes.
-    pub stale: bool,
-    /// Withdrawn or replaced, but still the best path last reported: kept (never eligible)
-    /// until the next decision reports the change, which needs the old path for export.
-    pub gone: bool,
+    /// When it arrived ([`crate::clock`] seconds, low 30 bits) and two flags: [`STALE`] and
+    /// [`GONE`]. Packed so that a path stays at 24 octets with its age.
+    meta: u32,
+}
+
+/// Kept for a gracefully restarting peer (RFC 4724 section 4.2) until it sends the path
+/// again, its End-of-RIB, or the restart time passes.
+const STALE: u32 = 1 << 30;
+/// Withdrawn or replaced, but still the best path last reported: kept (never eligible) until
+/// the next decision reports the change, which needs the old path for export.
+const GONE: u32 = 1 << 31;
+const SINCE: u32 = (1 << 30) - 1;
+
+impl Path {
+    /// A path received now (`since`, in [`crate::clock`] seconds).
+    pub fn new(
+        peer: PeerIndex,
+        path_id: u32,
+        attrs: Arc<RouteAttrs>,
+        arrival: u32,
+        since: u32,
+    ) -> Path {
+        Path {
+            peer,
+            path_id,
+            attrs,
+            arrival,
+            meta: since & SINCE,
+        }
+    }
+    /// Kept as stale for a restarting peer or during its route refresh.
+    pub fn stale(&self) -> bool {
+        self.meta & STALE != 0
+    }
+    /// Withdrawn or replaced, kept only until the change is decided.
+    pub fn gone(&self) -> bool {
+        self.meta & GONE != 0
+    }
+    /// When the path arrived, in [`crate::clock`] seconds (34 years of them fit).
+    pub fn since(&self) -> u32 {
+        self.meta & SINCE
+    }
+    fn set_stale(&mut self, on: bool) {
+        if on {
+            self.meta |= STALE;
+        } else {
+            self.meta &= !STALE;
+        }
+    }
+    fn set_gone(&mut self) {
+        self.meta |= GONE;
+    }
 }
 
 /// One prefix: 32 octets, in the shard table's arena beside its key (8 octets for IPv4).
@@ -91,23 +140,104 @@ impl Dest {
         let r = self.reported()?;
         self.paths.iter().find(|p| p.arrival == r)
     }
-    /// Takes out the live paths matching `f` (the reported one is only marked gone); returns
-    /// how many.
-    fn remove_where(&mut self, mut f: impl FnMut(&Path) -> bool) -> usize {
+    /// Takes out the live paths matching `f` (the reported one is only marked gone), counted
+    /// out of `tally`; returns how many.
+    fn remove_where(
+        &mut self,
+        tally: &mut Tally,
+        family: usize,
+        mut f: impl FnMut(&Path) -> bool,
+    ) -> usize {
         let r = self.reported();
         let mut removed = 0;
         self.paths.retain_mut(|p| {
-            if p.gone || !f(p) {
+            if p.gone() || !f(p) {
                 return true;
             }
             removed += 1;
+            tally.remove_path(p, family);
             if Some(p.arrival) == r {
-                p.gone = true;
+                p.set_gone();
                 return true;
             }
             false
         });
         removed
+    }
+}
+
+/// One peer's paths in one family, as operators count them (Junos "Received", "Accepted",
+/// "Active").
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerCounts {
+    /// Paths in the Adj-RIB-In, stale ones included.
+    pub received: u32,
+    /// Of those, the paths that do not loop: all of them are accepted when the peer's import
+    /// policy accepts (see [`PeerInfo::import_accept`]).
+    pub loop_free: u32,
+    /// Best paths (the Loc-RIB entries last reported) learned from the peer.
+    pub active: u32,
+}
+
+/// What a shard holds in one family (Junos `show route summary`: destinations, routes,
+/// active).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FamilyCounts {
+    pub prefixes: usize,
+    pub paths: usize,
+    pub active: usize,
+}
+
+/// Counts kept as paths come and go, so that reading them never walks the table.
+#[derive(Clone, Debug, Default)]
+struct Tally {
+    /// Per peer index, per [`Family::index`].
+    peers: Vec<[PeerCounts; 2]>,
+    paths: [usize; 2],
+    active: [usize; 2],
+}
+
+impl Tally {
+    fn peer(&mut self, peer: PeerIndex, family: usize) -> Option<&mut PeerCounts> {
+        let i = peer as usize;
+        if self.peers.len() <= i {
+            self.peers.resize(i + 1, [PeerCounts::default(); 2]);
+        }
+        self.peers.get_mut(i)?.get_mut(family)
+    }
+    #[inline]
+    fn add_path(&mut self, p: &Path, family: usize) {
+        if let Some(n) = self.paths.get_mut(family) {
+            *n += 1;
+        }
+        if let Some(c) = self.peer(p.peer, family) {
+            c.received += 1;
+            c.loop_free += u32::from(p.attrs.loop_free);
+        }
+    }
+    #[inline]
+    fn remove_path(&mut self, p: &Path, family: usize) {
+        if let Some(n) = self.paths.get_mut(family) {
+            *n = n.saturating_sub(1);
+        }
+        if let Some(c) = self.peer(p.peer, family) {
+            c.received = c.received.saturating_sub(1);
+            c.loop_free = c.loop_free.saturating_sub(u32::from(p.attrs.loop_free));
+        }
+    }
+    /// `peer`'s path became (`true`) or stopped being the reported best path of a prefix.
+    #[inline]
+    fn set_active(&mut self, peer: PeerIndex, family: usize, on: bool) {
+        if let Some(n) = self.active.get_mut(family) {
+            *n = if on { *n + 1 } else { n.saturating_sub(1) };
+        }
+        if let Some(c) = self.peer(peer, family) {
+            c.active = if on {
+                c.active + 1
+            } else {
+                c.active.saturating_sub(1)
+            };
+        }
     }
 }
 
@@ -134,10 +264,22 @@ pub struct Walk {
     at: usize,
 }
 
+/// Where a prefix sits in its shard's table, in the order of [`Shard::count_step`]'s walk:
+/// stable while the prefix is there (a position freed by a removed prefix may be given to a
+/// new one).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Position(Handle);
+
+impl Position {
+    /// The first position of a walk.
+    pub const START: Position = Position(Handle::FIRST);
+}
+
 /// A change of a prefix's best path.
 #[derive(Clone, Debug)]
 pub struct Change {
     pub prefix: Prefix,
+    pub position: Position,
     /// The best path reported before; `None` if the prefix was new.
     pub old: Option<Path>,
     /// The new best path; `None` when the prefix is gone.
@@ -153,7 +295,10 @@ pub struct Shard {
     /// prefixes: deciding reaches each entry without a lookup, and an entry is only removed
     /// when it is decided, so no handle here goes stale.
     journal: Vec<Handle>,
-    paths: usize,
+    tally: Tally,
+    /// Now, in [`crate::clock`] seconds: the arrival time given to new paths. Set by the
+    /// owner before it applies a batch, so the clock is read once per batch, not per path.
+    clock: u32,
     scratch: (Vec<Candidate>, Vec<usize>),
 }
 
@@ -165,7 +310,8 @@ impl Shard {
             options,
             arrival: 0,
             journal: Vec::new(),
-            paths: 0,
+            tally: Tally::default(),
+            clock: crate::clock::now(),
             scratch: (Vec::new(), Vec::new()),
         }
     }
@@ -195,7 +341,27 @@ impl Shard {
 
     /// Paths in the Adj-RIB-In, all peers.
     pub fn paths(&self) -> usize {
-        self.paths
+        self.tally.paths.iter().sum()
+    }
+
+    /// Prefixes, paths and best paths of a family.
+    pub fn family_counts(&self, family: Family) -> FamilyCounts {
+        let f = family.index();
+        FamilyCounts {
+            prefixes: self.dests.len_of(family),
+            paths: self.tally.paths.get(f).copied().unwrap_or(0),
+            active: self.tally.active.get(f).copied().unwrap_or(0),
+        }
+    }
+
+    /// Per peer index, per [`Family::index`]: its paths, loop-free paths and best paths here.
+    pub fn peer_counts(&self) -> &[[PeerCounts; 2]] {
+        &self.tally.peers
+    }
+
+    /// Sets the time new paths are stamped with ([`crate::clock::now`]).
+    pub fn set_clock(&mut self, now: u32) {
+        self.clock = now;
     }
 
     /// Prefixes whose best path changed and is not yet decided.
@@ -227,41 +393,42 @@ impl Shard {
         self.arrival = self.arrival.wrapping_add(1);
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
+        let family = prefix.family().index();
         let (at, d) = self.dests.get_or_default(prefix);
         let reported = d.reported();
-        let new = Path {
-            peer,
-            path_id,
-            attrs: attrs.clone(),
-            arrival: self.arrival,
-            stale: false,
-            gone: false,
-        };
+        let new = Path::new(peer, path_id, attrs.clone(), self.arrival, self.clock);
+        let tally = &mut self.tally;
         match d
             .paths
             .iter_mut()
-            .find(|p| !p.gone && p.peer == peer && p.path_id == path_id)
+            .find(|p| !p.gone() && p.peer == peer && p.path_id == path_id)
         {
             // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
             Some(p) if Arc::ptr_eq(&p.attrs, attrs) => {
-                p.stale = false;
+                p.set_stale(false);
                 return;
             }
             // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it; the
             // reported best stays until decided.
             Some(p) if Some(p.arrival) == reported => {
-                p.gone = true;
+                tally.remove_path(p, family);
+                p.set_gone();
+                tally.add_path(&new, family);
                 d.paths.push(new);
             }
-            Some(p) => *p = new,
+            Some(p) => {
+                tally.remove_path(p, family);
+                tally.add_path(&new, family);
+                *p = new;
+            }
             None => {
                 // Most prefixes have one or two paths: grow one at a time up to four (a
                 // Vec's first allocation would hold four, 96 octets), then as usual.
                 if d.paths.len() < 4 {
                     d.paths.reserve_exact(1);
                 }
+                tally.add_path(&new, family);
                 d.paths.push(new);
-                self.paths += 1;
             }
         }
         Self::touch(&mut self.journal, at, d);
@@ -277,10 +444,12 @@ impl Shard {
     pub fn withdraw_one(&mut self, peer: PeerIndex, n: Nlri) {
         let prefix = n.prefix.masked();
         let path_id = n.path_id.unwrap_or(0);
+        let family = prefix.family().index();
         if let Some((at, d)) = self.dests.get_mut(&prefix) {
-            let n = d.remove_where(|p| p.peer == peer && p.path_id == path_id);
+            let n = d.remove_where(&mut self.tally, family, |p| {
+                p.peer == peer && p.path_id == path_id
+            });
             if n > 0 {
-                self.paths -= n;
                 Self::touch(&mut self.journal, at, d);
             }
         }
@@ -296,7 +465,7 @@ impl Shard {
             prefixes: self
                 .dests
                 .iter()
-                .filter(|(_, d)| d.paths.iter().any(|p| !p.gone && p.peer == peer))
+                .filter(|(_, d)| d.paths.iter().any(|p| !p.gone() && p.peer == peer))
                 .map(|(p, _)| p)
                 .collect(),
             at: 0,
@@ -322,32 +491,26 @@ impl Shard {
                 continue;
             };
             let in_family = f_of(prefix);
+            let family = prefix.family().index();
+            let tally = &mut self.tally;
             let n = match walk.op {
-                WalkOp::Remove => d.remove_where(|p| p.peer == peer),
+                WalkOp::Remove => d.remove_where(tally, family, |p| p.peer == peer),
                 WalkOp::FlushStale(f) if in_family(&f) => {
-                    d.remove_where(|p| p.peer == peer && p.stale)
+                    d.remove_where(tally, family, |p| p.peer == peer && p.stale())
                 }
                 WalkOp::FlushStale(_) => 0,
-                WalkOp::MarkStale(f) if in_family(&f) => {
+                WalkOp::MarkStale(f) | WalkOp::RefreshBegin(f) if in_family(&f) => {
                     d.paths
                         .iter_mut()
-                        .filter(|p| !p.gone && p.peer == peer)
-                        .for_each(|p| p.stale = true);
+                        .filter(|p| !p.gone() && p.peer == peer)
+                        .for_each(|p| p.set_stale(true));
                     0
                 }
                 // Families the restarting peer does not preserve go now.
-                WalkOp::MarkStale(_) => d.remove_where(|p| p.peer == peer),
-                WalkOp::RefreshBegin(f) if in_family(&f) => {
-                    d.paths
-                        .iter_mut()
-                        .filter(|p| !p.gone && p.peer == peer)
-                        .for_each(|p| p.stale = true);
-                    0
-                }
+                WalkOp::MarkStale(_) => d.remove_where(tally, family, |p| p.peer == peer),
                 WalkOp::RefreshBegin(_) => 0,
             };
             if n > 0 {
-                self.paths -= n;
                 Self::touch(&mut self.journal, at, d);
             }
         }
@@ -460,7 +623,13 @@ impl Shard {
             let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
                 continue;
             };
-            to.paths += d.paths.iter().filter(|p| !p.gone).count();
+            let family = prefix.family().index();
+            for p in d.paths.iter().filter(|p| !p.gone()) {
+                to.tally.add_path(p, family);
+            }
+            if let Some(r) = d.reported_path() {
+                to.tally.set_active(r.peer, family, true);
+            }
             let dirty = d.flags & DIRTY != 0;
             let at = to.dests.insert(prefix, d);
             if dirty {
@@ -486,6 +655,7 @@ impl Shard {
                 continue;
             };
             d.flags &= !DIRTY;
+            let family = prefix.family().index();
             let best = deciding
                 .best_of(&d.paths, &mut scratch)
                 .and_then(|i| d.paths.get(i))
@@ -498,20 +668,29 @@ impl Shard {
                 None
             };
             if changed {
-                match key {
-                    Some(a) => {
-                        d.reported = a;
+                if let Some(o) = &old {
+                    self.tally.set_active(o.peer, family, false);
+                }
+                match &best {
+                    Some(b) => {
+                        d.reported = b.arrival;
                         d.flags |= REPORTED;
+                        self.tally.set_active(b.peer, family, true);
                     }
                     None => d.flags &= !REPORTED,
                 }
             }
-            d.paths.retain(|p| !p.gone);
+            d.paths.retain(|p| !p.gone());
             if d.paths.is_empty() {
                 self.dests.remove_at(at);
             }
             if changed {
-                changes.push(Change { prefix, old, best });
+                changes.push(Change {
+                    prefix,
+                    position: Position(at),
+                    old,
+                    best,
+                });
             }
         }
         self.scratch = scratch;
@@ -557,7 +736,7 @@ impl Decider<'_> {
     /// Whether a path may be chosen: it is there, import policy accepts it and it does not
     /// loop.
     fn eligible(&self, p: &Path) -> bool {
-        !p.gone
+        !p.gone()
             && p.attrs.loop_free
             && self
                 .peers
