@@ -28,10 +28,29 @@ pub struct MemberId {
     pub epoch: u32,
 }
 
+/// Bytes for a member's socket, and what they hold (for the session's message counters).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Outgoing {
+    pub bytes: Bytes,
+    pub messages: u32,
+    /// ROUTE-REFRESH messages (BoRR, EoRR) rather than UPDATEs.
+    pub route_refresh: bool,
+}
+
+impl Outgoing {
+    pub fn updates(bytes: Bytes, messages: u32) -> Outgoing {
+        Outgoing {
+            bytes,
+            messages,
+            route_refresh: false,
+        }
+    }
+}
+
 /// Where a member's bytes go: the session's writer. Never blocks.
 pub trait Sink: Send {
     /// Queues bytes for the socket. False if the session is gone.
-    fn send(&self, bytes: Bytes) -> bool;
+    fn send(&self, out: Outgoing) -> bool;
     /// Octets queued and not yet written to the socket.
     fn queued(&self) -> usize;
 }
@@ -104,7 +123,9 @@ pub struct MemberStats {
     pub bytes_sent: u64,
     /// Batches held back because the member's queue was past the high-water mark.
     pub write_queue_blocks: u64,
+    /// Times it was designated a slow writer, and the last time.
     pub slow_writer: u64,
+    pub last_slow_writer: Option<std::time::SystemTime>,
     pub catch_ups: u64,
 }
 
@@ -237,7 +258,7 @@ impl UpdateGroup {
 
     /// Packs entries into UPDATEs: withdrawals first, then announcements grouped by
     /// attribute set, in order of first appearance. Returns the bytes, or `None` if empty.
-    fn encode(&mut self, entries: &[Entry]) -> Option<Bytes> {
+    fn encode(&mut self, entries: &[Entry]) -> Option<Outgoing> {
         if entries.is_empty() {
             return None;
         }
@@ -303,7 +324,8 @@ impl UpdateGroup {
         }
         self.stats.updates_built += messages as u64;
         self.stats.bytes_built += self.buf.len() as u64;
-        (!self.buf.is_empty()).then(|| Bytes::copy_from_slice(&self.buf))
+        (!self.buf.is_empty())
+            .then(|| Outgoing::updates(Bytes::copy_from_slice(&self.buf), messages as u32))
     }
 
     /// Live changes from a shard: encoded once, the same bytes to every member in step
@@ -313,7 +335,7 @@ impl UpdateGroup {
         let Some(bytes) = self.encode(entries) else {
             return;
         };
-        tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = bytes.len(), members = self.members.len(), "live changes");
+        tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = bytes.bytes.len(), members = self.members.len(), "live changes");
         // The peers whose own paths are in this batch, found once: only those members get a
         // variant with their paths withdrawn.
         let sources: HashSet<u32> = entries
@@ -327,7 +349,7 @@ impl UpdateGroup {
             .filter(|m| m.live.get(shard) == Some(&true) && sources.contains(&m.id.peer))
             .map(|m| m.id)
             .collect();
-        let own: Vec<(MemberId, Option<Bytes>)> = variants
+        let own: Vec<(MemberId, Option<Outgoing>)> = variants
             .into_iter()
             .map(|id| (id, self.encode(&without_own(entries, id))))
             .collect();
@@ -395,7 +417,7 @@ impl UpdateGroup {
             .filter(|(m, t)| self.find(*m, *t).is_some())
             .map(|(m, _)| *m)
             .collect();
-        let mut shared: Option<Option<Bytes>> = None;
+        let mut shared: Option<Option<Outgoing>> = None;
         for member in targets {
             let bytes = if entries.iter().any(|e| is_own(e, member)) {
                 let mine: Vec<Entry> = entries
@@ -435,7 +457,8 @@ impl UpdateGroup {
             let mut sent = true;
             for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
                 if families.get(f.index()) == Some(&true) {
-                    sent &= send(m, Bytes::from(UpdateBuilder::end_of_rib(f)));
+                    let eor = Bytes::from(UpdateBuilder::end_of_rib(f));
+                    sent &= send(m, Outgoing::updates(eor, 1));
                 }
             }
             if sent {
@@ -521,15 +544,20 @@ impl UpdateGroup {
 }
 
 /// A ROUTE-REFRESH message of this subtype (RFC 7313 BoRR or EoRR) for a family.
-fn route_refresh(f: Family, subtype: u8) -> Bytes {
-    Bytes::from(
+fn route_refresh(f: Family, subtype: u8) -> Outgoing {
+    let bytes = Bytes::from(
         RouteRefresh {
             afi: f.afi(),
             subtype,
             safi: f.safi(),
         }
         .encode(),
-    )
+    );
+    Outgoing {
+        bytes,
+        messages: 1,
+        route_refresh: true,
+    }
 }
 
 /// Whether an entry advertises a path learned from this member.
@@ -554,7 +582,7 @@ fn without_own(entries: &[Entry], m: MemberId) -> Vec<Entry> {
 
 /// Hands bytes to a member, or splits it off when its queue is past the high-water mark;
 /// true if the bytes went out.
-fn send(m: &mut Member, bytes: Bytes) -> bool {
+fn send(m: &mut Member, out: Outgoing) -> bool {
     if m.state == State::Slow {
         m.stats.write_queue_blocks += 1;
         return false;
@@ -564,8 +592,11 @@ fn send(m: &mut Member, bytes: Bytes) -> bool {
     if m.sink.queued() > m.high_water && !matches!(m.state, State::Dumping { .. }) {
         m.stats.write_queue_blocks += 1;
         m.stats.slow_writer += 1;
+        m.stats.last_slow_writer = Some(std::time::SystemTime::now());
         tracing::info!(
             peer = m.id.peer,
+            queued = m.sink.queued(),
+            high_water = m.high_water,
             "peer designated a slow writer: split from its update group"
         );
         m.state = State::Slow;
@@ -574,6 +605,6 @@ fn send(m: &mut Member, bytes: Bytes) -> bool {
         // was the first).
         return false;
     }
-    m.stats.bytes_sent += bytes.len() as u64;
-    m.sink.send(bytes)
+    m.stats.bytes_sent += out.bytes.len() as u64;
+    m.sink.send(out)
 }

@@ -19,8 +19,8 @@ use std::sync::Arc;
 /// A downstream peer that takes everything at once.
 struct Discard(Arc<AtomicU64>);
 impl Sink for Discard {
-    fn send(&self, b: bytes::Bytes) -> bool {
-        self.0.fetch_add(b.len() as u64, Ordering::Relaxed);
+    fn send(&self, out: ribshard_adjout::Outgoing) -> bool {
+        self.0.fetch_add(out.bytes.len() as u64, Ordering::Relaxed);
         true
     }
     fn queued(&self) -> usize {

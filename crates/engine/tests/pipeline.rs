@@ -24,8 +24,8 @@ struct TestSink {
 }
 
 impl Sink for TestSink {
-    fn send(&self, b: bytes::Bytes) -> bool {
-        self.bytes.lock().unwrap().extend_from_slice(&b);
+    fn send(&self, out: ribshard_adjout::Outgoing) -> bool {
+        self.bytes.lock().unwrap().extend_from_slice(&out.bytes);
         true
     }
     fn queued(&self) -> usize {

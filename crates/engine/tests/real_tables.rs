@@ -25,8 +25,8 @@ use std::sync::{Arc, Mutex};
 struct Received(Arc<Mutex<Vec<u8>>>);
 
 impl Sink for Received {
-    fn send(&self, b: bytes::Bytes) -> bool {
-        self.0.lock().unwrap().extend_from_slice(&b);
+    fn send(&self, out: ribshard_adjout::Outgoing) -> bool {
+        self.0.lock().unwrap().extend_from_slice(&out.bytes);
         true
     }
     fn queued(&self) -> usize {

@@ -4,6 +4,7 @@
 mod common;
 
 use common::rawpeer::RawPeer;
+use ribshard_engine::session::SessionError;
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -154,7 +155,19 @@ async fn establishes_and_delivers_updates_in_order() {
     ));
     let st = s.peers[0].status();
     assert_eq!(st.prefixes, [0, 0]);
-    assert!(st.last_error.unwrap().contains("Administrative Reset"));
+    // The reason is typed: the NOTIFICATION itself, code and subcode.
+    match st.last_error.unwrap().value {
+        SessionError::NotificationReceived(n) => {
+            assert_eq!(
+                (n.code, n.subcode),
+                (code::CEASE, cease::ADMINISTRATIVE_RESET)
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    let received = st.last_received.expect("the NOTIFICATION is kept").value;
+    assert_eq!(received.subcode, cease::ADMINISTRATIVE_RESET);
+    assert!(st.flaps >= 1);
 }
 
 #[tokio::test]
@@ -174,11 +187,9 @@ async fn hold_timer_expiry_sends_notification() {
         waited >= Duration::from_millis(2500) && waited < Duration::from_secs(6),
         "{waited:?}"
     );
-    assert!(s.peers[0]
-        .status()
-        .last_error
-        .unwrap()
-        .contains("hold timer"));
+    let st = s.peers[0].status();
+    assert_eq!(st.last_error.unwrap().value, SessionError::HoldTimerExpired);
+    assert_eq!(st.last_sent.unwrap().value.code, code::HOLD_TIMER_EXPIRED);
 }
 
 #[tokio::test]
@@ -385,11 +396,12 @@ async fn ribshard_to_ribshard_with_md5_and_collision() {
             .wait_for(Duration::from_secs(5), |st| st.state != State::Established)
             .await
     );
-    assert!(sb.peers[0]
-        .status()
-        .last_error
-        .unwrap()
-        .contains("\"maintenance\""));
+    match sb.peers[0].status().last_error.unwrap().value {
+        SessionError::NotificationReceived(n) => {
+            assert_eq!(n.shutdown_message(), Some(Ok("maintenance")))
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 #[tokio::test]

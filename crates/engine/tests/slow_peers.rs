@@ -286,12 +286,9 @@ async fn send_hold_timer_drops_a_neighbor_that_stops_reading() {
         started.elapsed()
     );
     let st = h_down.status();
-    assert!(
-        st.last_error
-            .as_deref()
-            .is_some_and(|e| e.contains("send hold timer expired")),
-        "{:?}",
-        st.last_error
+    assert_eq!(
+        st.last_error.map(|e| e.value),
+        Some(ribshard_engine::session::SessionError::SendHoldTimerExpired)
     );
     assert_eq!(h_up.status().state, State::Established);
     assert_eq!(h_up.status().established_transitions, 1);

@@ -236,6 +236,15 @@ impl Pipeline {
         (id, spec, t)
     }
 
+    /// Update groups with members now.
+    pub fn groups(&self) -> usize {
+        self.registry
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .groups
+            .len()
+    }
+
     pub fn leave_group(&self, spec: &GroupSpec) {
         let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
         let gone = match r.groups.get_mut(spec) {

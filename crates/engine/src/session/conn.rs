@@ -2,7 +2,10 @@
 //! through a bounded queue, so a neighbor that stops reading never blocks the session task
 //! (its keepalives and hold timer) — the send hold timer (RFC 9687) notices it instead.
 
+use super::status::{OutputQueue, SessionCounters};
 use bytes::{Bytes, BytesMut};
+use ribshard_adjout::Outgoing;
+use ribshard_wire::message::MessageType;
 use ribshard_wire::{frame, DecodeError};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -21,19 +24,34 @@ pub(crate) struct Progress {
     base: Instant,
     queued: AtomicU64,
     written: AtomicU64,
+    /// Messages queued and written, for the output queue operators see (Junos "OutQ").
+    queued_messages: AtomicU64,
+    written_messages: AtomicU64,
     /// Milliseconds since `base` of the last completed write (or of the connection).
     last_write_ms: AtomicU64,
 }
 
 impl Progress {
     /// Counts bytes handed to the writer.
-    fn enqueued(&self, len: u64) {
+    fn enqueued(&self, len: u64, messages: u64) {
+        self.queued_messages.fetch_add(messages, Ordering::Relaxed);
         if self.queued.load(Ordering::Relaxed) == self.written.load(Ordering::Relaxed) {
             // Nothing was waiting: the stall clock starts now.
             self.last_write_ms
                 .store(self.base.elapsed().as_millis() as u64, Ordering::Relaxed);
         }
         self.queued.fetch_add(len, Ordering::Relaxed);
+    }
+
+    /// What is queued and not yet written.
+    pub(crate) fn queue(&self) -> OutputQueue {
+        OutputQueue {
+            messages: self
+                .queued_messages
+                .load(Ordering::Relaxed)
+                .saturating_sub(self.written_messages.load(Ordering::Relaxed)),
+            octets: self.backlog() as u64,
+        }
     }
 
     /// Octets queued and not yet written.
@@ -57,16 +75,23 @@ impl Progress {
 
 /// A connection's UPDATE stream, as an update group sees it.
 pub(crate) struct RouteSink {
-    tx: mpsc::UnboundedSender<Bytes>,
+    tx: mpsc::UnboundedSender<(Bytes, u32)>,
     progress: Arc<Progress>,
+    counters: Arc<SessionCounters>,
 }
 
 impl ribshard_adjout::Sink for RouteSink {
-    fn send(&self, bytes: Bytes) -> bool {
-        let len = bytes.len() as u64;
-        let ok = self.tx.send(bytes).is_ok();
+    fn send(&self, out: Outgoing) -> bool {
+        let len = out.bytes.len();
+        let ok = self.tx.send((out.bytes, out.messages)).is_ok();
         if ok {
-            self.progress.enqueued(len);
+            self.progress.enqueued(len as u64, u64::from(out.messages));
+            let t = if out.route_refresh {
+                MessageType::RouteRefresh
+            } else {
+                MessageType::Update
+            };
+            self.counters.sent(t, u64::from(out.messages), len);
         }
         ok
     }
@@ -85,10 +110,11 @@ pub(crate) enum ReadError {
 pub(crate) struct Conn {
     read: OwnedReadHalf,
     buf: BytesMut,
-    write: Option<mpsc::Sender<Bytes>>,
-    /// UPDATEs from the update groups: unbounded here, bounded by the group's high-water
-    /// mark on [`Progress::backlog`].
-    routes: mpsc::UnboundedSender<Bytes>,
+    write: Option<mpsc::Sender<(Bytes, u32)>>,
+    /// UPDATEs from the update groups (with their message counts): unbounded here, bounded
+    /// by the group's high-water mark on [`Progress::backlog`].
+    routes: mpsc::UnboundedSender<(Bytes, u32)>,
+    counters: Arc<SessionCounters>,
     pub(crate) progress: Arc<Progress>,
     /// We initiated this connection (collision resolution needs to know, RFC 4271 6.8).
     pub(crate) outgoing: bool,
@@ -101,14 +127,16 @@ pub(crate) struct Conn {
 const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Conn {
-    pub(crate) fn new(stream: TcpStream, outgoing: bool) -> Conn {
+    pub(crate) fn new(stream: TcpStream, outgoing: bool, counters: Arc<SessionCounters>) -> Conn {
         let (read, mut write) = stream.into_split();
-        let (tx, mut rx) = mpsc::channel::<Bytes>(WRITE_QUEUE);
-        let (routes, mut routes_rx) = mpsc::unbounded_channel::<Bytes>();
+        let (tx, mut rx) = mpsc::channel::<(Bytes, u32)>(WRITE_QUEUE);
+        let (routes, mut routes_rx) = mpsc::unbounded_channel::<(Bytes, u32)>();
         let progress = Arc::new(Progress {
             base: Instant::now(),
             queued: AtomicU64::new(0),
             written: AtomicU64::new(0),
+            queued_messages: AtomicU64::new(0),
+            written_messages: AtomicU64::new(0),
             last_write_ms: AtomicU64::new(0),
         });
         let p = progress.clone();
@@ -116,7 +144,7 @@ impl Conn {
             let mut routes_open = true;
             loop {
                 // Keepalives and NOTIFICATIONs go before queued UPDATEs.
-                let b = tokio::select! {
+                let (b, n) = tokio::select! {
                     biased;
                     m = rx.recv() => match m {
                         Some(b) => b,
@@ -134,6 +162,8 @@ impl Conn {
                     return;
                 }
                 p.written.fetch_add(b.len() as u64, Ordering::Relaxed);
+                p.written_messages
+                    .fetch_add(u64::from(n), Ordering::Relaxed);
                 p.last_write_ms
                     .store(p.base.elapsed().as_millis() as u64, Ordering::Relaxed);
             }
@@ -146,6 +176,7 @@ impl Conn {
             buf: BytesMut::with_capacity(1 << 16),
             write: Some(tx),
             routes,
+            counters,
             progress,
             outgoing,
             write_queue_blocks: 0,
@@ -157,9 +188,15 @@ impl Conn {
     /// dropped: the neighbor is not reading, and the send hold timer will end the session.
     pub(crate) fn send(&mut self, msg: Bytes) {
         let Some(tx) = &self.write else { return };
-        let len = msg.len() as u64;
-        match tx.try_send(msg) {
-            Ok(()) => self.progress.enqueued(len),
+        let len = msg.len();
+        let t = msg.get(18).copied().and_then(MessageType::from_u8);
+        match tx.try_send((msg, 1)) {
+            Ok(()) => {
+                self.progress.enqueued(len as u64, 1);
+                if let Some(t) = t {
+                    self.counters.sent(t, 1, len);
+                }
+            }
             Err(_) => self.write_queue_blocks += 1,
         }
     }
@@ -169,7 +206,12 @@ impl Conn {
         RouteSink {
             tx: self.routes.clone(),
             progress: self.progress.clone(),
+            counters: self.counters.clone(),
         }
+    }
+
+    pub(crate) fn peer_addr(&self) -> Option<std::net::SocketAddr> {
+        self.read.peer_addr().ok()
     }
 
     pub(crate) fn local_addr(&self) -> Option<std::net::SocketAddr> {

@@ -1,0 +1,335 @@
+//! What a session reads: every message's effect on the state machine, ROUTE-REFRESH and its
+//! enhanced markers (RFC 2918, RFC 7313), and UPDATEs: validated once (RFC 7606), the
+//! Adj-RIB-In index kept, routes interned and split per shard.
+
+use super::conn::ReadError;
+use super::deliver::Out;
+use super::task::{Ending, Session};
+use super::{Inbound, SessionError, Stamped};
+use crate::negotiate::negotiate;
+use crate::pipeline::Batcher;
+use bytes::Bytes;
+use ribshard_fsm::{Event, State};
+use ribshard_rib::attrs::next_hop_of;
+use ribshard_rib::shard::families;
+use ribshard_rib::Ingress;
+use ribshard_wire::message::{MessageType, HEADER_LEN};
+use ribshard_wire::notification::{cease, code, open as open_sub};
+use ribshard_wire::{decode, parse_update, Family, Message, Nlri, RouteRefresh};
+use std::collections::HashSet;
+use tracing::{debug, info, warn};
+
+impl Session {
+    pub(super) fn received(&mut self, r: Result<Bytes, ReadError>) {
+        let msg = match r {
+            Ok(m) => m,
+            Err(ReadError::Closed(e)) => {
+                debug!(peer = %self.name(), "connection closed: {e:?}");
+                self.ending = Ending::Lost;
+                self.set_error(match e {
+                    Some(e) => SessionError::ConnectionLost(e.kind()),
+                    None => SessionError::ConnectionClosed,
+                });
+                self.event(Event::TcpConnectionFails);
+                return;
+            }
+            Err(ReadError::Header(e)) => {
+                warn!(peer = %self.name(), "bad message header: {e}");
+                self.set_error(SessionError::BadHeader(e.clone()));
+                self.event(Event::BgpHeaderErr(e.notification()));
+                return;
+            }
+        };
+        let ty = msg.get(18).copied().unwrap_or(0);
+        if let Some(t) = MessageType::from_u8(ty) {
+            self.counters.received(t, msg.len());
+        }
+        if ty == MessageType::Update as u8 {
+            self.update(msg);
+            return;
+        }
+        let params = self
+            .negotiated
+            .as_ref()
+            .map(|n| n.params)
+            .unwrap_or_default();
+        match decode(&msg, &params) {
+            Ok(Message::Open(open)) => match negotiate(&self.our_open, &open, &self.s) {
+                Ok(n) => {
+                    debug!(peer = %self.name(), ?n, "OPEN accepted");
+                    let hold_time = open.hold_time;
+                    self.negotiated = Some(n);
+                    self.event(Event::BgpOpen { hold_time });
+                }
+                Err(notification) => {
+                    warn!(peer = %self.name(), "OPEN refused: {notification}");
+                    self.set_error(SessionError::OpenRefused(notification.clone()));
+                    self.event(Event::BgpOpenMsgErr(notification));
+                }
+            },
+            Ok(Message::Keepalive) => self.event(Event::KeepAliveMsg),
+            Ok(Message::Notification(n)) => {
+                warn!(peer = %self.name(), "NOTIFICATION received: {n}");
+                self.ending = Ending::Notified {
+                    hard_reset: n.code == code::CEASE && n.subcode == cease::HARD_RESET,
+                };
+                self.set_error(SessionError::NotificationReceived(n.clone()));
+                self.status
+                    .send_modify(|st| st.last_received = Some(Stamped::now(n.clone())));
+                if n.code == code::OPEN_MESSAGE && n.subcode == open_sub::UNSUPPORTED_VERSION {
+                    self.event(Event::NotifMsgVerErr);
+                } else {
+                    self.event(Event::NotifMsg);
+                }
+            }
+            Ok(Message::RouteRefresh(rr)) => {
+                if self.fsm.state() == State::Established {
+                    self.route_refresh(rr);
+                }
+            }
+            Ok(Message::Update(_)) => {}
+            Err(e) => {
+                warn!(peer = %self.name(), "bad message: {e}");
+                self.set_error(SessionError::BadMessage(e.clone()));
+                let n = e.notification();
+                let event = if n.code == code::OPEN_MESSAGE {
+                    Event::BgpOpenMsgErr(n)
+                } else {
+                    Event::BgpHeaderErr(n)
+                };
+                self.event(event);
+            }
+        }
+    }
+
+    /// RFC 9234 section 5, ingress, on an eBGP session with a configured role: (whether the
+    /// UPDATE's routes are a leak and ineligible, the OTC to add to them). A route with OTC
+    /// from a customer or route server client is a leak, so is one from a peer whose OTC is
+    /// not the peer's AS; a route without OTC from a provider, peer or route server gets the
+    /// neighbor's AS as OTC.
+    pub(super) fn only_to_customer(&self, otc: Option<u32>) -> (bool, Option<u32>) {
+        use ribshard_wire::open::role;
+        let peer_as = self.s.peer_as;
+        let ours = if self.s.internal { None } else { self.s.role };
+        match (ours, otc) {
+            // We are their provider or their route server: they are a customer or a client.
+            (Some(role::PROVIDER | role::RS), Some(_)) => (true, None),
+            (Some(role::PEER), Some(v)) => (v != peer_as, None),
+            // They are our provider, our peer or our route server.
+            (Some(role::CUSTOMER | role::PEER | role::RS_CLIENT), None) => (false, Some(peer_as)),
+            _ => (false, None),
+        }
+    }
+
+    /// ROUTE-REFRESH (RFC 2918) and the markers of enhanced route refresh (RFC 7313).
+    pub(super) fn route_refresh(&mut self, rr: RouteRefresh) {
+        let enhanced = self
+            .negotiated
+            .as_ref()
+            .is_some_and(|n| n.enhanced_route_refresh);
+        let family = Family::from_afi_safi(rr.afi, rr.safi).filter(|f| {
+            self.negotiated
+                .as_ref()
+                .is_some_and(|n| n.families.contains(f))
+        });
+        let Some(family) = family else {
+            // RFC 2918 section 4: a family that was not negotiated is ignored.
+            debug!(peer = %self.name(), afi = rr.afi, safi = rr.safi, "ROUTE-REFRESH for a family not negotiated: ignored");
+            return;
+        };
+        match rr.subtype {
+            RouteRefresh::REQUEST => {
+                // The table again; framed by BoRR and EoRR when enhanced (RFC 7313 section 4).
+                if let (Some(p), Some(j)) = (&self.pipeline, &self.joined) {
+                    let t = p.refresh(j, enhanced.then_some(family));
+                    self.pending.push_back(Out::Pipe(t));
+                }
+                self.tap(Inbound::RouteRefresh {
+                    peer: self.index,
+                    afi: rr.afi,
+                    safi: rr.safi,
+                });
+            }
+            RouteRefresh::BORR if enhanced => {
+                debug!(peer = %self.name(), %family, "BoRR: the neighbor re-advertises");
+                self.flush_routes();
+                let f = family.index();
+                if let (Some(slot), Some(adj)) =
+                    (self.refreshing.get_mut(f), self.adj_rib_in.get(f))
+                {
+                    *slot = Some(adj.clone());
+                }
+                if let Some(p) = &self.pipeline {
+                    for t in p.refresh_begin(self.index as u32, families(&[family])) {
+                        self.pending.push_back(Out::Pipe(t));
+                    }
+                }
+            }
+            RouteRefresh::EORR if enhanced => {
+                // What was not sent again since the BoRR goes (RFC 7313 section 4). An EoRR
+                // without a BoRR purges nothing (stale paths of a graceful restart wait for
+                // the End-of-RIB).
+                let f = family.index();
+                let Some(left) = self.refreshing.get_mut(f).and_then(Option::take) else {
+                    debug!(peer = %self.name(), %family, "EoRR without BoRR: ignored");
+                    return;
+                };
+                debug!(peer = %self.name(), %family, purged = left.len(), "EoRR");
+                if let Some(adj) = self.adj_rib_in.get_mut(f) {
+                    for n in left {
+                        adj.remove(&n);
+                    }
+                }
+                self.flush_routes();
+                self.push_flush_stale(families(&[family]));
+                let counts = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+                self.status.send_modify(|st| st.prefixes = counts);
+            }
+            // RFC 7313 section 5: other subtypes, and markers without the capability, are
+            // ignored.
+            other => {
+                debug!(peer = %self.name(), subtype = other, "ROUTE-REFRESH subtype ignored");
+            }
+        }
+    }
+
+    pub(super) fn update(&mut self, msg: Bytes) {
+        if self.fsm.state() != State::Established {
+            // The FSM answers an UPDATE outside Established with an FSM error.
+            self.event(Event::UpdateMsg);
+            return;
+        }
+        let Some(params) = self.negotiated.as_ref().map(|n| n.params) else {
+            return;
+        };
+        let body = msg.get(HEADER_LEN..).unwrap_or(&[]);
+        let parsed = match parse_update(body, &params) {
+            Ok(u) => u,
+            Err(e) => {
+                warn!(peer = %self.name(), "UPDATE needs a session reset: {e}");
+                self.set_error(SessionError::MalformedUpdate(e.clone()));
+                self.event(Event::UpdateMsgErr(e.notification()));
+                return;
+            }
+        };
+        if let Some(e) = parsed.treat_as_withdraw {
+            warn!(peer = %self.name(), "UPDATE treated as withdraw (RFC 7606): {e}");
+        }
+        for e in &parsed.discarded {
+            debug!(peer = %self.name(), "attribute discarded (RFC 7606): {e}");
+        }
+        let end_of_rib = parsed.end_of_rib();
+        if let Some(f) = end_of_rib {
+            info!(peer = %self.name(), family = %f, "End-of-RIB received");
+        }
+        if let Some(b) = self.batcher.as_mut() {
+            b.stamp(std::time::Instant::now());
+        }
+        let (leak, add_otc) = self.only_to_customer(parsed.attrs.otc);
+        let ingress = Ingress {
+            otc: add_otc,
+            prepend: self.ingress_prepend,
+        };
+        if leak && (!parsed.nlri.is_empty() || parsed.attrs.mp_reach.is_some()) {
+            debug!(peer = %self.name(), otc = ?parsed.attrs.otc, "route leak (RFC 9234 section 5): the UPDATE's routes are ineligible");
+        }
+        // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
+        // a pipeline, the per-shard batches.
+        let adj = &mut self.adj_rib_in;
+        let refreshing = &mut self.refreshing;
+        let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
+        let index_key = |n: Nlri| Nlri {
+            prefix: n.prefix.masked(),
+            ..n
+        };
+        // A withdrawal (or an announcement that is a route leak): out of the Adj-RIB-In
+        // index, no longer awaited by a refresh, and withdrawn in the pipeline.
+        let unlearn = |n: Nlri,
+                       adj: &mut [HashSet<Nlri>; 2],
+                       refreshing: &mut [Option<HashSet<Nlri>>; 2],
+                       b: Option<&mut Batcher>| {
+            let f = n.prefix.family().index();
+            if let Some(set) = adj.get_mut(f) {
+                set.remove(&index_key(n));
+            }
+            if let Some(Some(set)) = refreshing.get_mut(f) {
+                set.remove(&index_key(n));
+            }
+            if let Some(b) = b {
+                b.withdraw(n);
+            }
+        };
+        for n in parsed.withdrawn_all() {
+            unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
+        }
+        if parsed.treat_as_withdraw.is_none() {
+            // The NLRI field (next hop in NEXT_HOP), then MP_REACH_NLRI (its own next hop).
+            let mp = parsed.attrs.mp_reach.and_then(|m| m.nlri);
+            for (run, in_mp) in [(Some(parsed.nlri), false), (mp, true)] {
+                let Some(run) = run.filter(|r| !r.is_empty()) else {
+                    continue;
+                };
+                let attrs = pipe.as_mut().filter(|_| !leak).map(|(_, interner)| {
+                    let nh = next_hop_of(&parsed.attrs, in_mp);
+                    if ingress == Ingress::default() {
+                        interner.intern(&parsed.attrs, &params, nh)
+                    } else {
+                        interner.intern_with(&parsed.attrs, &params, nh, ingress)
+                    }
+                });
+                for n in run.iter() {
+                    let f = n.prefix.family().index();
+                    if leak {
+                        // Ineligible: as if withdrawn, replacing what the peer sent before.
+                        unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
+                        continue;
+                    }
+                    if let Some(set) = adj.get_mut(f) {
+                        set.insert(index_key(n));
+                    }
+                    if let Some(Some(set)) = refreshing.get_mut(f) {
+                        set.remove(&index_key(n));
+                    }
+                    if let (Some((b, _)), Some(a)) = (pipe.as_mut(), attrs.as_ref()) {
+                        b.announce(a, n);
+                    }
+                }
+            }
+        }
+        drop(parsed);
+        self.status.send_modify(|st| {
+            st.updates_received += 1;
+            st.prefixes = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+        });
+        self.event(Event::UpdateMsg);
+        if self.check_prefix_limits() {
+            return;
+        }
+        if let Some(family) = end_of_rib {
+            self.end_of_rib_received(family);
+            // RFC 4724 section 4.2: stale routes of the family that were not sent again go.
+            if let Some((f, until)) = self.stale {
+                let only = families(&[family]);
+                if f[0] && only[0] || f[1] && only[1] {
+                    let left = [f[0] && !only[0], f[1] && !only[1]];
+                    self.stale = (left != [false; 2]).then_some((left, until));
+                    self.flush_routes();
+                    self.push_flush_stale(only);
+                }
+            }
+        }
+        if self.tap.is_some() {
+            self.tap(match end_of_rib {
+                Some(family) => Inbound::EndOfRib {
+                    peer: self.index,
+                    family,
+                },
+                None => Inbound::Update {
+                    peer: self.index,
+                    message: msg,
+                    params,
+                },
+            });
+        }
+    }
+}

@@ -1,0 +1,286 @@
+//! A session's side of the pipeline: joining it at Established (its shards learn the peer,
+//! its member joins an update group), leaving it, handing routes on in per-shard batches,
+//! graceful-restart stale routes, and prefix limits (RFC 4486).
+
+use super::deliver::Out;
+use super::task::Session;
+use super::{Inbound, SessionError};
+use crate::negotiate::Negotiated;
+use crate::pipeline::{Routed, Target};
+use ribshard_adjout::MemberId;
+use ribshard_fsm::{Action, Event};
+use ribshard_rib::shard::families;
+use ribshard_rib::{GroupKind, GroupSpec, Interner, LoopChecks, PeerInfo};
+use ribshard_wire::notification::{cease, code, Notification};
+use ribshard_wire::Family;
+use std::net::IpAddr;
+use std::time::Duration;
+use tokio::time::Instant;
+use tracing::{info, warn};
+
+impl Session {
+    pub(super) fn tap(&mut self, m: Inbound) {
+        if self.tap.is_some() {
+            self.pending.push_back(Out::Tap(m));
+        }
+    }
+
+    /// Queues the routes batched so far for their shards.
+    pub(super) fn flush_routes(&mut self) {
+        if let Some(b) = self.batcher.as_mut() {
+            if !b.is_empty() {
+                let epoch = b.epoch();
+                for (i, m) in b.take() {
+                    self.pending.push_back(Out::Pipe(Routed {
+                        target: Target::Shard(i, m),
+                        epoch,
+                        more: false,
+                    }));
+                }
+            }
+            // After a re-shard, split for the shards in force (what was split for the old
+            // ones is addressed again as it is delivered).
+            if let Some(p) = &self.pipeline {
+                if b.epoch() != p.lanes().epoch {
+                    *b = p.batcher(self.index as u32);
+                }
+            }
+        }
+    }
+
+    pub(super) fn push_flush_stale(&mut self, families: [bool; 2]) {
+        if let Some(p) = &self.pipeline {
+            for t in p.flush_stale(self.index as u32, families) {
+                self.pending.push_back(Out::Pipe(t));
+            }
+        }
+    }
+
+    /// The restart time of a neighbor that did not come back (or send End-of-RIB) is over.
+    pub(super) fn stale_expired(&mut self) {
+        if let Some((f, until)) = self.stale {
+            if until <= Instant::now() {
+                info!(peer = %self.name(), "graceful restart: restart time over, stale routes removed");
+                self.stale = None;
+                self.push_flush_stale(f);
+            }
+        }
+    }
+
+    /// The session reached Established: join the pipeline.
+    pub(super) fn pipeline_up(&mut self, n: &Negotiated) {
+        let Some(p) = self.pipeline.clone() else {
+            return;
+        };
+        let r = &self.s.routing;
+        let peer = self.index as u32;
+        let info = PeerInfo {
+            ebgp: !self.s.internal,
+            router_id: u32::from(n.peer_id),
+            address: match self.s.address {
+                IpAddr::V4(a) => u128::from(a.to_ipv6_mapped()),
+                IpAddr::V6(a) => u128::from(a),
+            },
+            local_as: self.s.local_as,
+            peer_as: self.s.peer_as,
+            import_accept: r.import_accept,
+            rr_cluster: if self.s.internal {
+                r.cluster.map(u32::from)
+            } else {
+                None
+            },
+            rs_client: r.route_server_client,
+        };
+        // Junos `local-as` towards an external neighbor (not a route server client, whose
+        // paths pass unchanged): the neighbor sees the local AS and, unless
+        // no-prepend-global-as, the global one; its routes get the local AS in front unless
+        // private. Both ASes are ours for loop detection.
+        let masquerade = !self.s.internal
+            && !r.route_server_client
+            && r.global_as != 0
+            && r.global_as != self.s.local_as;
+        self.ingress_prepend = (masquerade && !r.local_as_private).then_some(self.s.local_as);
+        self.interner = Some(Interner::new(LoopChecks {
+            local_as: self.s.local_as,
+            loops: r.loops,
+            router_id: u32::from(self.s.router_id),
+            cluster_ids: r.cluster_ids.clone(),
+            global_as: masquerade.then_some(r.global_as),
+            prepended: self.ingress_prepend.is_some(),
+        }));
+        self.batcher = Some(p.batcher(peer));
+        let kind = if r.route_server_client {
+            GroupKind::RouteServer
+        } else if self.s.internal {
+            GroupKind::Internal {
+                client_cluster: r.cluster.map(u32::from),
+            }
+        } else {
+            GroupKind::External
+        };
+        let next_hop_self = r.next_hop_self.unwrap_or(kind == GroupKind::External);
+        let needs_local = next_hop_self;
+        let local = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.local_addr())
+            .map(|a| a.ip())
+            .filter(|_| needs_local);
+        let spec = GroupSpec {
+            name: r.group.clone(),
+            kind,
+            local_as: self.s.local_as,
+            global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
+            peer_as: if kind == GroupKind::External {
+                self.s.peer_as
+            } else {
+                0
+            },
+            router_id: self.s.router_id,
+            next_hop_self,
+            local_v4: match local {
+                Some(IpAddr::V4(a)) => Some(a),
+                _ => None,
+            },
+            local_v6: match local {
+                Some(IpAddr::V6(a)) => Some(a),
+                _ => None,
+            },
+            export_accept: r.export_accept,
+            params: ribshard_wire::SessionParams {
+                four_octet_as: n.four_octet_as,
+                extended_message: n.extended_message,
+                add_path: n.add_path_send,
+                external: false,
+                mrt_rib: false,
+            },
+            families: families(&n.families),
+            role: if self.s.internal { None } else { self.s.role },
+        };
+        self.epoch += 1;
+        let member = self.conn.as_ref().map(|c| {
+            let sink: Box<dyn ribshard_adjout::Sink> = Box::new(c.route_sink());
+            (
+                spec,
+                MemberId {
+                    peer,
+                    epoch: self.epoch,
+                },
+                sink,
+            )
+        });
+        let (msgs, joined) = p.peer_up(peer, info, member);
+        self.joined = joined;
+        let group = self.joined.clone();
+        self.status.send_modify(|st| st.group = group);
+        self.end_of_rib = [false; 2];
+        p.telemetry().established(peer);
+        self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
+        // without a family in it) keeps no stale routes.
+        if let Some((f, until)) = self.stale {
+            let kept = n
+                .graceful_restart
+                .as_ref()
+                .map(|g| families(&g.families))
+                .unwrap_or_default();
+            let flush = [f[0] && !kept[0], f[1] && !kept[1]];
+            if flush != [false; 2] {
+                self.push_flush_stale(flush);
+                let left = [f[0] && kept[0], f[1] && kept[1]];
+                self.stale = (left != [false; 2]).then_some((left, until));
+            }
+        }
+    }
+
+    /// The session left Established: its routes leave the pipeline (or stay stale).
+    pub(super) fn pipeline_down(&mut self, stale: Option<&crate::negotiate::GracefulRestart>) {
+        let Some(p) = self.pipeline.clone() else {
+            return;
+        };
+        // Routes received before the session ended are applied before it goes.
+        self.flush_routes();
+        self.batcher = None;
+        self.interner = None;
+        let kept = stale.map(|g| families(&g.families));
+        self.status.send_modify(|st| st.group = None);
+        let msgs = p.peer_down(self.index as u32, kept, self.joined.take());
+        self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        self.stale = match (kept, stale) {
+            (Some(f), Some(g)) => Some((
+                f,
+                Instant::now() + Duration::from_secs(u64::from(g.restart_time)),
+            )),
+            _ => None,
+        };
+    }
+
+    /// Tears the session down past a family's maximum (RFC 4486 section 4, Cease subcode 1).
+    pub(super) fn check_prefix_limits(&mut self) -> bool {
+        for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+            let Some(Some((max, teardown, idle))) = self.s.prefix_limits.get(f.index()).copied()
+            else {
+                continue;
+            };
+            let count = self.adj_rib_in[f.index()].len();
+            if count as u64 <= u64::from(max) {
+                continue;
+            }
+            if !teardown {
+                warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded");
+                continue;
+            }
+            warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded: tearing down");
+            self.set_error(SessionError::PrefixLimit {
+                family: f,
+                maximum: max,
+            });
+            // Data: AFI, SAFI and the upper bound (RFC 4486 section 4).
+            let mut data = f.afi().to_be_bytes().to_vec();
+            data.push(f.safi());
+            data.extend_from_slice(&max.to_be_bytes());
+            self.notify(Notification::new(
+                code::CEASE,
+                cease::MAXIMUM_PREFIXES_REACHED,
+                data,
+            ));
+            self.set_held_down(idle.is_none());
+            // Our NOTIFICATION (with data) went first; restart after idle-timeout, if any.
+            self.event_with(
+                Event::AutomaticStop(cease::MAXIMUM_PREFIXES_REACHED),
+                |a| match a {
+                    Action::SendNotification(_) => None,
+                    Action::StartIdleHoldTimer(_) => {
+                        idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16))
+                    }
+                    other => Some(other),
+                },
+            );
+            return true;
+        }
+        false
+    }
+
+    /// End-of-RIB for a family: once every negotiated family's is in, a marker follows the
+    /// neighbor's routes through the pipeline, and each update group notes when it has sent
+    /// them all (`show bgp convergence`).
+    pub(super) fn end_of_rib_received(&mut self, family: Family) {
+        if let Some(e) = self.end_of_rib.get_mut(family.index()) {
+            *e = true;
+        }
+        let all = self.negotiated.as_ref().is_some_and(|n| {
+            n.families
+                .iter()
+                .all(|f| self.end_of_rib.get(f.index()) == Some(&true))
+        });
+        let Some(p) = self.pipeline.clone().filter(|_| all) else {
+            return;
+        };
+        let peer = self.index as u32;
+        if let Some(token) = p.telemetry().end_of_rib(peer, p.groups()) {
+            self.flush_routes();
+            self.pending
+                .extend(p.marker(peer, token).into_iter().map(Out::Pipe));
+        }
+    }
+}

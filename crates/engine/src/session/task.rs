@@ -1,0 +1,740 @@
+//! A session's task: its loop over what can wake it (control, the socket, timers, room in
+//! the pipeline), the RFC 4271 state machine's actions, connections and their collisions
+//! (RFC 4271 section 6.8), and `clear`.
+
+use super::conn::{Conn, Progress, ReadError};
+use super::deliver::{deliver, Out};
+use super::{
+    reject, reject_conn, Clear, ClearError, Control, Inbound, SessionCounters, SessionError,
+    SessionStatus, Stamped, Stop,
+};
+use crate::negotiate::{build_open, Negotiated, PeerSettings};
+use crate::pipeline::{Batcher, Joined, Pipeline, Routed};
+use crate::socket::{self, ConnectOptions};
+use bytes::Bytes;
+use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
+use ribshard_rib::Interner;
+use ribshard_wire::message::MAX_MESSAGE_LEN;
+use ribshard_wire::notification::{cease, code, Notification};
+use ribshard_wire::{decode, keepalive, Message, Nlri, Open, RouteRefresh, SessionParams};
+use std::collections::{HashSet, VecDeque};
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+use tokio::net::TcpStream;
+use tokio::sync::{mpsc, watch, OwnedRwLockReadGuard};
+use tokio::task::JoinHandle;
+use tokio::time::Instant;
+use tracing::{debug, info, warn};
+
+/// Why a session is going down; a restarting neighbor keeps its routes only for some.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The connection broke or the hold timer expired: the neighbor may be restarting.
+    Lost,
+    /// The neighbor sent a NOTIFICATION (graceful under RFC 8538, but not Hard Reset).
+    Notified { hard_reset: bool },
+    /// We ended it (errors, administrative stop, prefix limit).
+    Other,
+}
+
+/// What woke the session task.
+enum Wake {
+    Control(Option<Control>),
+    Read(Result<Bytes, ReadError>),
+    Secondary(Result<Bytes, ReadError>),
+    Delivered,
+    Connected(Result<io::Result<TcpStream>, tokio::task::JoinError>),
+    Timer,
+    Tick,
+}
+
+#[derive(Default)]
+struct Timers {
+    connect_retry: Option<Instant>,
+    hold: Option<Instant>,
+    keepalive: Option<Instant>,
+    delay_open: Option<Instant>,
+    idle_hold: Option<Instant>,
+}
+
+impl Timers {
+    fn next(&self) -> Option<Instant> {
+        [
+            self.connect_retry,
+            self.hold,
+            self.keepalive,
+            self.delay_open,
+            self.idle_hold,
+        ]
+        .into_iter()
+        .flatten()
+        .min()
+    }
+}
+
+/// What a session shares with its handle.
+pub(super) struct Shared {
+    pub(super) status: watch::Sender<SessionStatus>,
+    pub(super) counters: Arc<SessionCounters>,
+    pub(super) output: Arc<std::sync::Mutex<Option<Arc<Progress>>>>,
+}
+
+pub(super) struct Session {
+    pub(super) index: usize,
+    pub(super) s: PeerSettings,
+    pub(super) fsm: Fsm,
+    pub(super) our_open: Open,
+    pub(super) conn: Option<Conn>,
+    pub(super) connecting: Option<JoinHandle<io::Result<TcpStream>>>,
+    /// A second, incoming connection waiting for its OPEN to resolve a collision.
+    pub(super) secondary: Option<Conn>,
+    timers: Timers,
+    pub(super) negotiated: Option<Negotiated>,
+    pub(super) adj_rib_in: [HashSet<Nlri>; 2],
+    /// Per family, during an enhanced route refresh by the peer (BoRR to EoRR, RFC 7313):
+    /// the Adj-RIB-In entries it has not sent again yet; they go at the EoRR.
+    pub(super) refreshing: [Option<HashSet<Nlri>>; 2],
+    pub(super) status: watch::Sender<SessionStatus>,
+    pub(super) counters: Arc<SessionCounters>,
+    /// Where the handle reads the connection's write queue; `output_of` is what it holds.
+    pub(super) output: Arc<std::sync::Mutex<Option<Arc<Progress>>>>,
+    pub(super) output_of: usize,
+    /// End-of-RIB received since Established, per family (convergence telemetry).
+    pub(super) end_of_rib: [bool; 2],
+    pub(super) tap: Option<mpsc::Sender<Inbound>>,
+    pub(super) pipeline: Option<Arc<Pipeline>>,
+    /// What waits for room in the pipeline or the tap, in order; the socket is not read
+    /// meanwhile, and nothing (Up and Down included) is ever dropped.
+    pub(super) pending: VecDeque<Out>,
+    /// The pipeline's gate, held while the parts of a message to every shard go out.
+    pub(super) gate: Option<OwnedRwLockReadGuard<()>>,
+    /// This session's attribute sets (a new table per Established session: export results
+    /// are cached per set, and the neighbor's identity may change between sessions).
+    pub(super) interner: Option<Interner>,
+    pub(super) batcher: Option<Batcher>,
+    pub(super) joined: Option<Joined>,
+    /// Junos `local-as` without `private`: this AS goes in front of received AS_PATHs.
+    pub(super) ingress_prepend: Option<u32>,
+    pub(super) epoch: u32,
+    /// Families whose routes are kept stale for a restarting neighbor, and until when.
+    pub(super) stale: Option<([bool; 2], Instant)>,
+    pub(super) admin_down: bool,
+    /// How the session is ending, for graceful restart (RFC 4724 section 4.2, RFC 8538).
+    pub(super) ending: Ending,
+    /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
+    pub(super) held_down: bool,
+    pub(super) send_hold: Duration,
+}
+
+impl Session {
+    pub(super) fn new(
+        index: usize,
+        s: PeerSettings,
+        shared: Shared,
+        tap: Option<mpsc::Sender<Inbound>>,
+        pipeline: Option<Arc<Pipeline>>,
+    ) -> Session {
+        let fsm = Fsm::new(FsmConfig {
+            hold_time: s.hold_time,
+            connect_retry_time: s.connect_retry_time,
+            delay_open: None,
+            passive: s.passive,
+            idle_hold_time: Some(s.connect_retry_time.min(10)),
+        });
+        Session {
+            index,
+            our_open: build_open(&s),
+            send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
+            s,
+            fsm,
+            conn: None,
+            connecting: None,
+            secondary: None,
+            timers: Timers::default(),
+            negotiated: None,
+            adj_rib_in: [HashSet::new(), HashSet::new()],
+            refreshing: [None, None],
+            status: shared.status,
+            counters: shared.counters,
+            output: shared.output,
+            output_of: 0,
+            end_of_rib: [false; 2],
+            tap,
+            pipeline,
+            pending: VecDeque::new(),
+            gate: None,
+            interner: None,
+            batcher: None,
+            joined: None,
+            ingress_prepend: None,
+            epoch: 0,
+            stale: None,
+            admin_down: false,
+            ending: Ending::Other,
+            held_down: false,
+        }
+    }
+
+    pub(super) fn name(&self) -> String {
+        format!("{} (AS{})", self.s.address, self.s.peer_as)
+    }
+
+    pub(super) fn max_len(&self) -> usize {
+        self.negotiated
+            .as_ref()
+            .map_or(MAX_MESSAGE_LEN, |n| n.params.max_message_len())
+    }
+
+    pub(super) async fn run(mut self, mut ctl: mpsc::Receiver<Control>) {
+        let mut tick = tokio::time::interval(Duration::from_secs(1));
+        loop {
+            let deadline = match (self.timers.next(), self.stale.map(|s| s.1)) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            // Backpressure: an Established session reads no more UPDATEs while what it
+            // received waits to be handed on. A session being set up reads on: OPEN and
+            // KEEPALIVE add nothing to hand on, and a neighbor reconnecting while its old
+            // session's routes are still being removed must not wait for that to come up.
+            let reading = self.conn.is_some()
+                && (self.pending.is_empty() || self.fsm.state() != State::Established);
+            let has_pending = !self.pending.is_empty();
+            let has_connecting = self.connecting.is_some();
+            let max_len = self.max_len();
+            let has_secondary = self.secondary.is_some();
+            let wake = {
+                let conn = self.conn.as_mut();
+                let secondary = self.secondary.as_mut();
+                let connecting = self.connecting.as_mut();
+                let tap = &self.tap;
+                let pipeline = &self.pipeline;
+                let pending = &mut self.pending;
+                let gate = &mut self.gate;
+                tokio::select! {
+                    c = ctl.recv() => Wake::Control(c),
+                    r = async move {
+                        match conn {
+                            Some(c) => c.next_message(max_len).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if reading => Wake::Read(r),
+                    r = async move {
+                        match secondary {
+                            Some(c) => c.next_message(MAX_MESSAGE_LEN).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if has_secondary => Wake::Secondary(r),
+                    _ = deliver(pending, tap, pipeline, gate), if has_pending => Wake::Delivered,
+                    r = async move {
+                        match connecting {
+                            Some(h) => h.await,
+                            None => std::future::pending().await,
+                        }
+                    }, if has_connecting => Wake::Connected(r),
+                    _ = async {
+                        match deadline {
+                            Some(d) => tokio::time::sleep_until(d).await,
+                            None => std::future::pending().await,
+                        }
+                    }, if deadline.is_some() => Wake::Timer,
+                    _ = tick.tick() => Wake::Tick,
+                }
+            };
+            let began = std::time::Instant::now();
+            match wake {
+                Wake::Control(Some(c)) => self.control(c),
+                Wake::Control(None) => return,
+                Wake::Read(r) => {
+                    self.received(r);
+                    // Hand routes on when the batch is full or nothing more is buffered.
+                    let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
+                    if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
+                        self.flush_routes();
+                    }
+                }
+                Wake::Secondary(r) => self.secondary_message(r),
+                Wake::Delivered => {}
+                Wake::Connected(r) => {
+                    self.connecting = None;
+                    match r {
+                        Ok(Ok(stream)) => {
+                            debug!(peer = %self.name(), "connected");
+                            self.conn = Some(Conn::new(stream, true, self.counters.clone()));
+                            self.event(Event::TcpCrAcked);
+                        }
+                        Ok(Err(e)) => {
+                            debug!(peer = %self.name(), "connect failed: {e}");
+                            self.set_error(SessionError::ConnectFailed(e.kind()));
+                            self.event(Event::TcpConnectionFails);
+                        }
+                        Err(_) => {}
+                    }
+                }
+                Wake::Timer => {
+                    self.timers_expired();
+                    self.stale_expired();
+                }
+                Wake::Tick => {
+                    self.check_send_hold();
+                    self.check_closed_while_paused();
+                }
+            }
+            self.sync_output();
+            crate::telemetry::session_item(began.elapsed());
+        }
+    }
+
+    /// Points the handle at the current connection's write queue, and the status at its
+    /// addresses, when the connection changed.
+    fn sync_output(&mut self) {
+        let now = self
+            .conn
+            .as_ref()
+            .map_or(0, |c| Arc::as_ptr(&c.progress) as usize);
+        if now == self.output_of {
+            return;
+        }
+        self.output_of = now;
+        *self.output.lock().unwrap_or_else(|e| e.into_inner()) =
+            self.conn.as_ref().map(|c| c.progress.clone());
+        let (local, remote) = match &self.conn {
+            Some(c) => (c.local_addr(), c.peer_addr()),
+            None => (None, None),
+        };
+        self.status.send_modify(|st| {
+            st.local = local;
+            st.remote = remote;
+        });
+    }
+
+    fn control(&mut self, c: Control) {
+        match c {
+            Control::Start => self.start(),
+            Control::Stop(how) => {
+                let n = match how {
+                    // RFC 9003: tell the neighbor why.
+                    Stop::Shutdown(message) => {
+                        Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message)
+                    }
+                    Stop::Cease(subcode) => Notification::new(code::CEASE, subcode, vec![]),
+                };
+                self.stop(n);
+            }
+            Control::Incoming(stream) => self.incoming(stream),
+            Control::Clear(how, reply) => {
+                let _ = reply.send(self.clear(how));
+            }
+        }
+    }
+
+    fn start(&mut self) {
+        self.admin_down = false;
+        self.set_held_down(false);
+        self.event(Event::ManualStart);
+    }
+
+    /// Ends the session with this NOTIFICATION (if there is a connection to send it on).
+    fn stop(&mut self, n: Notification) {
+        self.admin_down = true;
+        if self.conn.is_some() && self.fsm.state() != State::Idle {
+            self.set_error(SessionError::Stopped(n.clone()));
+            self.notify(n);
+        }
+        // ManualStop sends a bare Cease in OpenSent and later; ours went first.
+        self.event_with(Event::ManualStop, |a| match a {
+            Action::SendNotification(_) => None,
+            other => Some(other),
+        });
+    }
+
+    /// `clear bgp neighbor` (Junos): see [`Clear`].
+    fn clear(&mut self, how: Clear) -> Result<(), ClearError> {
+        let established = self.fsm.state() == State::Established;
+        match how {
+            Clear::Hard => {
+                info!(peer = %self.name(), "cleared by an operator: Cease / Administrative Reset, then up again");
+                if self.conn.is_some() && self.fsm.state() != State::Idle {
+                    self.stop(Notification::cease_with_message(
+                        cease::ADMINISTRATIVE_RESET,
+                        "cleared by an operator",
+                    ));
+                }
+                self.start();
+                Ok(())
+            }
+            Clear::Soft => {
+                let (Some(p), Some(j), true) = (&self.pipeline, &self.joined, established) else {
+                    return Err(ClearError::NotEstablished);
+                };
+                let enhanced = self
+                    .negotiated
+                    .as_ref()
+                    .filter(|n| n.enhanced_route_refresh)
+                    .map(|n| n.families.clone())
+                    .unwrap_or_default();
+                info!(peer = %self.name(), "soft clear: our routes sent again");
+                // One dump per family with enhanced route refresh (each framed by its BoRR
+                // and EoRR), one for all of them without.
+                let msgs: Vec<Routed> = if enhanced.is_empty() {
+                    vec![p.refresh(j, None)]
+                } else {
+                    enhanced.iter().map(|f| p.refresh(j, Some(*f))).collect()
+                };
+                self.pending.extend(msgs.into_iter().map(Out::Pipe));
+                Ok(())
+            }
+            Clear::SoftInbound => {
+                let Some(n) = self.negotiated.clone().filter(|_| established) else {
+                    return Err(ClearError::NotEstablished);
+                };
+                if !n.route_refresh {
+                    return Err(ClearError::NoRouteRefresh);
+                }
+                info!(peer = %self.name(), "soft inbound clear: ROUTE-REFRESH sent for every negotiated family");
+                for f in &n.families {
+                    let rr = RouteRefresh {
+                        afi: f.afi(),
+                        subtype: RouteRefresh::REQUEST,
+                        safi: f.safi(),
+                    };
+                    self.send(Bytes::from(rr.encode()));
+                }
+                Ok(())
+            }
+        }
+    }
+
+    fn incoming(&mut self, stream: TcpStream) {
+        let external_single_hop = !self.s.internal && !self.s.multihop;
+        if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop)
+        {
+            warn!(peer = %self.name(), "cannot set socket options: {e}");
+        }
+        if self.admin_down || self.held_down {
+            tokio::spawn(reject(
+                stream,
+                Notification::new(code::CEASE, cease::CONNECTION_REJECTED, vec![]),
+            ));
+            return;
+        }
+        match self.fsm.state() {
+            State::Idle | State::Connect | State::Active => {
+                if let Some(h) = self.connecting.take() {
+                    h.abort();
+                }
+                if let Some(old) = self.conn.take() {
+                    old.close();
+                }
+                if self.fsm.state() == State::Idle {
+                    self.event(Event::AutomaticStart);
+                    if let Some(h) = self.connecting.take() {
+                        h.abort();
+                    }
+                }
+                debug!(peer = %self.name(), "accepted connection");
+                self.conn = Some(Conn::new(stream, false, self.counters.clone()));
+                self.event(Event::TcpConnectionConfirmed);
+            }
+            State::OpenSent | State::OpenConfirm => {
+                // Collision (RFC 4271 section 6.8): the connection initiated by the speaker
+                // with the higher BGP Identifier survives. The neighbor's identifier comes
+                // with its OPEN: decide now if we have it, else when the new connection
+                // brings one.
+                let conn = Conn::new(stream, false, self.counters.clone());
+                match self.negotiated.as_ref().map(|n| n.peer_id) {
+                    Some(peer_id) => self.resolve_collision(conn, peer_id, None),
+                    None if self.secondary.is_none() => self.secondary = Some(conn),
+                    None => reject_conn(conn, cease::CONNECTION_COLLISION_RESOLUTION),
+                }
+            }
+            State::Established => {
+                // RFC 4271 section 6.8: an Established session wins over a new connection.
+                tokio::spawn(reject(
+                    stream,
+                    Notification::new(code::CEASE, cease::CONNECTION_COLLISION_RESOLUTION, vec![]),
+                ));
+            }
+        }
+    }
+
+    /// The first message on a colliding connection: its OPEN decides which one stays.
+    fn secondary_message(&mut self, r: Result<Bytes, ReadError>) {
+        let Some(conn) = self.secondary.take() else {
+            return;
+        };
+        let open = match r {
+            Ok(msg) => match decode(&msg, &SessionParams::default()) {
+                Ok(Message::Open(o)) => Some((o.bgp_identifier, msg)),
+                _ => None,
+            },
+            Err(_) => None,
+        };
+        match open {
+            Some((peer_id, msg)) => self.resolve_collision(conn, peer_id, Some(msg)),
+            None => conn.close(),
+        }
+    }
+
+    /// Keeps the connection initiated by the higher BGP Identifier (RFC 4271 section 6.8).
+    /// `new` is incoming; `open` is its OPEN if it was already read.
+    fn resolve_collision(&mut self, new: Conn, peer_id: std::net::Ipv4Addr, open: Option<Bytes>) {
+        let local_wins = u32::from(self.s.router_id) > u32::from(peer_id);
+        let existing_is_local = self.conn.as_ref().is_some_and(|c| c.outgoing);
+        if local_wins == existing_is_local {
+            reject_conn(new, cease::CONNECTION_COLLISION_RESOLUTION);
+            return;
+        }
+        info!(peer = %self.name(), "connection collision: continuing on the neighbor's connection");
+        if let Some(old) = self.conn.take() {
+            reject_conn(old, cease::CONNECTION_COLLISION_RESOLUTION);
+        }
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        // Start over on the new connection: our OPEN, then the neighbor's.
+        self.negotiated = None;
+        self.fsm = Fsm::new(*self.fsm.config());
+        self.timers = Timers::default();
+        self.event(Event::AutomaticStart);
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        self.conn = Some(new);
+        self.event(Event::TcpConnectionConfirmed);
+        if let Some(msg) = open {
+            self.received(Ok(msg));
+        }
+    }
+
+    pub(super) fn set_error(&self, e: SessionError) {
+        self.status
+            .send_modify(|st| st.last_error = Some(Stamped::now(e)));
+    }
+
+    pub(super) fn set_held_down(&mut self, on: bool) {
+        self.held_down = on;
+        self.status.send_modify(|st| st.held_down = on);
+    }
+
+    pub(super) fn send(&mut self, msg: Bytes) {
+        if let Some(c) = self.conn.as_mut() {
+            c.send(msg);
+        }
+    }
+
+    /// Sends a NOTIFICATION, remembered as the last one sent.
+    pub(super) fn notify(&mut self, n: Notification) {
+        info!(peer = %self.name(), "NOTIFICATION sent: {n}");
+        self.send(Bytes::from(n.encode()));
+        self.status
+            .send_modify(|st| st.last_sent = Some(Stamped::now(n)));
+    }
+
+    pub(super) fn event(&mut self, e: Event) {
+        self.event_with(e, Some);
+    }
+
+    /// Feeds an event, carrying out its actions as `adjust` changes them.
+    pub(super) fn event_with(&mut self, e: Event, adjust: impl FnMut(Action) -> Option<Action>) {
+        let before = self.fsm.state();
+        let actions = self.fsm.handle(e).into_iter().filter_map(adjust).collect();
+        self.execute(actions);
+        let after = self.fsm.state();
+        if before != after {
+            debug!(peer = %self.name(), "{before} -> {after}");
+            self.status.send_modify(|st| {
+                st.state = after;
+                st.since = std::time::SystemTime::now();
+            });
+        }
+    }
+
+    pub(super) fn execute(&mut self, actions: Vec<Action>) {
+        let now = Instant::now();
+        let secs = |s: u16| now + Duration::from_secs(u64::from(s));
+        for a in actions {
+            match a {
+                Action::InitiateTcpConnection => self.connect(),
+                Action::ListenForConnection => {}
+                Action::DropTcpConnection => {
+                    if let Some(h) = self.connecting.take() {
+                        h.abort();
+                    }
+                    if let Some(c) = self.conn.take() {
+                        self.status
+                            .send_modify(|st| st.write_queue_blocks += c.write_queue_blocks);
+                        c.close();
+                    }
+                }
+                Action::SendOpen => self.send(Bytes::from(self.our_open.encode())),
+                Action::SendKeepalive => self.send(Bytes::copy_from_slice(&keepalive())),
+                Action::SendNotification(n) => self.notify(n),
+                Action::StartConnectRetryTimer(s) => self.timers.connect_retry = Some(secs(s)),
+                Action::StopConnectRetryTimer => self.timers.connect_retry = None,
+                Action::StartHoldTimer(s) => self.timers.hold = Some(secs(s)),
+                Action::StopHoldTimer => self.timers.hold = None,
+                Action::StartKeepaliveTimer(s) => self.timers.keepalive = Some(secs(s)),
+                Action::StopKeepaliveTimer => self.timers.keepalive = None,
+                Action::StartDelayOpenTimer(s) => self.timers.delay_open = Some(secs(s)),
+                Action::StopDelayOpenTimer => self.timers.delay_open = None,
+                Action::StartIdleHoldTimer(s) => {
+                    if !self.admin_down && !self.held_down {
+                        self.timers.idle_hold = Some(secs(s));
+                    }
+                }
+                Action::SessionEstablished {
+                    hold_time,
+                    keepalive_time,
+                } => {
+                    let n = self.negotiated.clone();
+                    info!(peer = %self.name(), hold_time, keepalive_time, "session Established");
+                    self.status.send_modify(|st| {
+                        st.negotiated = n.clone();
+                        st.established_transitions += 1;
+                        st.last_error = None;
+                    });
+                    if let Some(negotiated) = n {
+                        // Ordered before any UPDATE of this session.
+                        self.pipeline_up(&negotiated);
+                        self.tap(Inbound::Up {
+                            peer: self.index,
+                            negotiated,
+                        });
+                    }
+                }
+                Action::ReleaseResources => {
+                    let was_up = self.status.borrow().negotiated.is_some();
+                    let ending = std::mem::replace(&mut self.ending, Ending::Other);
+                    // RFC 4724 section 4.2 and RFC 8538 section 3: keep the routes of a
+                    // neighbor that may be restarting.
+                    let stale = self
+                        .negotiated
+                        .as_ref()
+                        .and_then(|n| n.graceful_restart.clone())
+                        .filter(|gr| match ending {
+                            Ending::Lost => true,
+                            Ending::Notified { hard_reset } => gr.notification && !hard_reset,
+                            Ending::Other => false,
+                        })
+                        .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
+                    self.adj_rib_in = [HashSet::new(), HashSet::new()];
+                    self.refreshing = [None, None];
+                    self.negotiated = None;
+                    self.status.send_modify(|st| {
+                        st.negotiated = None;
+                        st.prefixes = [0; 2];
+                    });
+                    if was_up {
+                        self.status.send_modify(|st| st.flaps += 1);
+                        info!(peer = %self.name(), graceful_restart = stale.is_some(), "session down");
+                        self.pipeline_down(stale.as_ref());
+                        self.tap(Inbound::Down {
+                            peer: self.index,
+                            stale,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    pub(super) fn connect(&mut self) {
+        if let Some(h) = self.connecting.take() {
+            h.abort();
+        }
+        let peer = SocketAddr::new(self.s.address, self.s.port);
+        let local = self.s.local_address;
+        let key = self.s.authentication_key.clone();
+        let ttl_security = self.s.ttl_security;
+        let external_single_hop = !self.s.internal && !self.s.multihop;
+        let timeout = Duration::from_secs(u64::from(self.s.connect_retry_time.max(1)));
+        self.connecting = Some(tokio::spawn(async move {
+            let o = ConnectOptions {
+                local,
+                md5_key: key.as_deref().map(str::as_bytes),
+                ttl_security,
+                external_single_hop,
+            };
+            match tokio::time::timeout(timeout, socket::connect(peer, &o)).await {
+                Ok(r) => r,
+                Err(_) => Err(io::Error::new(io::ErrorKind::TimedOut, "connect timed out")),
+            }
+        }));
+    }
+
+    pub(super) fn timers_expired(&mut self) {
+        let now = Instant::now();
+        let due = |t: &mut Option<Instant>| {
+            if t.is_some_and(|d| d <= now) {
+                *t = None;
+                true
+            } else {
+                false
+            }
+        };
+        let hold_due = due(&mut self.timers.hold);
+        if hold_due && self.input_waiting() {
+            // We stopped reading (the pipeline or the tap is full: backpressure) and the
+            // neighbor's messages wait in our buffers: it is alive, we are the slow one.
+            // Expiring now would drop a healthy session exactly when we are busiest.
+            let hold = self.negotiated.as_ref().map_or(3, |n| n.hold_time.max(3));
+            debug!(peer = %self.name(), "hold timer restarted: the neighbor's messages wait unread while routing work drains");
+            self.timers.hold = Some(now + Duration::from_secs(u64::from(hold)));
+        } else if hold_due {
+            warn!(peer = %self.name(), "hold timer expired");
+            self.ending = Ending::Lost;
+            self.set_error(SessionError::HoldTimerExpired);
+            self.event(Event::HoldTimerExpires);
+        }
+        if due(&mut self.timers.keepalive) {
+            self.event(Event::KeepaliveTimerExpires);
+        }
+        if due(&mut self.timers.connect_retry) {
+            self.event(Event::ConnectRetryTimerExpires);
+        }
+        if due(&mut self.timers.delay_open) {
+            self.event(Event::DelayOpenTimerExpires);
+        }
+        if due(&mut self.timers.idle_hold) {
+            self.event(Event::IdleHoldTimerExpires);
+        }
+    }
+
+    /// Whether we are not reading (backpressure: work waits to be handed on) while the
+    /// neighbor's data waits for us, in our buffer or the socket's.
+    pub(super) fn input_waiting(&self) -> bool {
+        !self.pending.is_empty()
+            && self
+                .conn
+                .as_ref()
+                .is_some_and(|c| c.has_message(self.max_len()) || c.unread_bytes() > 0)
+    }
+
+    /// A session that does not read (backpressure) would see the neighbor close only after
+    /// working through everything it sent before: routes of a session that is over. The
+    /// socket's TCP state tells it sooner; what was not read yet is dropped with the session.
+    pub(super) fn check_closed_while_paused(&mut self) {
+        if self.pending.is_empty() || self.fsm.state() != State::Established {
+            return;
+        }
+        if self.conn.as_ref().is_some_and(|c| c.peer_closed()) {
+            info!(peer = %self.name(), "the neighbor closed the connection while its UPDATEs waited to be read");
+            self.received(Err(ReadError::Closed(None)));
+        }
+    }
+
+    /// RFC 9687: a neighbor that has not taken our data for the send hold time is gone.
+    pub(super) fn check_send_hold(&mut self) {
+        let stalled = self
+            .conn
+            .as_ref()
+            .map_or(Duration::ZERO, |c| c.progress.stalled_for());
+        if stalled > self.send_hold && self.fsm.state() != State::Idle {
+            warn!(peer = %self.name(), ?stalled, "send hold timer expired: the neighbor is not reading");
+            self.set_error(SessionError::SendHoldTimerExpired);
+            self.event(Event::SendHoldTimerExpires);
+        }
+    }
+}
