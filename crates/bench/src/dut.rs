@@ -210,7 +210,13 @@ impl Dut {
         let mut cmd = match kind {
             DutKind::Ribshard => {
                 let conf = dir.join("ribshard.toml");
-                write(&conf, &ribshard_config(topo, threads))?;
+                let socket = dir.join("ribshard.sock");
+                let config = format!(
+                    "{}\n[management]\nsocket = \"{}\"\n",
+                    ribshard_config(topo, threads),
+                    socket.display()
+                );
+                write(&conf, &config)?;
                 let mut c = Command::new(&program);
                 c.arg("run").arg("--config").arg(&conf);
                 c.env(

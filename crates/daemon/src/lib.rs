@@ -1,10 +1,16 @@
 //! # ribshard (library part of the daemon crate)
 //!
-//! Owns what the `ribshard` binary is built from: the configuration file, its reload
-//! (SIGHUP: what changed and what applies live) and `run`; the management API as it
-//! arrives. It must never implement protocol logic that
-//! belongs in the library crates (`wire`, `fsm`, and the pipeline crates).
+//! Owns what the `ribshard` binary is built from: the configuration file and its lowering
+//! into engine settings ([`config`]), its reload (SIGHUP and `configure reload`: what
+//! changed and what applies live, [`reload`]), the running daemon's shared state
+//! ([`state`]), the management API's answers ([`backend`]), `run`, and the command line's
+//! client side ([`cli`]: `show`, `clear`, `configure`). It must never implement protocol
+//! logic that belongs in the library crates (`wire`, `fsm`, and the pipeline crates), nor
+//! serve HTTP itself (`ribshard-mgmt` does).
 
+pub mod backend;
+pub mod cli;
 pub mod config;
 pub mod reload;
 pub mod run;
+pub mod state;

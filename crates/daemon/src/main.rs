@@ -15,6 +15,13 @@ struct Cli {
     /// Log as JSON lines instead of human-readable text.
     #[arg(long, global = true)]
     log_json: bool,
+    /// The running daemon's management API: its Unix socket, or ADDRESS:PORT of a TCP
+    /// listener (`show`, `clear`, `configure`).
+    #[arg(long, global = true, env = "RIBSHARD_SOCKET", default_value = config::DEFAULT_SOCKET)]
+    socket: String,
+    /// Print the API's JSON instead of tables (`show`, `clear`, `configure`).
+    #[arg(long, global = true)]
+    json: bool,
     #[command(subcommand)]
     command: Command,
 }
@@ -30,6 +37,27 @@ enum Command {
         /// Write every received UPDATE to this MRT file (BGP4MP), as a collector would.
         #[arg(long)]
         dump_updates: Option<PathBuf>,
+    },
+    /// Ask the running daemon, in Junos words: `show bgp summary`, `show bgp neighbor
+    /// [ADDRESS] [statistics]`, `show bgp group [NAME]`, `show bgp convergence`, `show route
+    /// summary`, `show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table T]
+    /// [rib-sharding N] [receive-protocol bgp A] [advertising-protocol bgp A] [detail]
+    /// [hidden]`, `show thread cpu`, `show work-queues`.
+    Show {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        words: Vec<String>,
+    },
+    /// `clear bgp neighbor ADDRESS|all [soft|soft-inbound]`: hard (Cease / Administrative
+    /// Reset), soft (our routes sent again) or soft-inbound (a ROUTE-REFRESH asked of it).
+    Clear {
+        #[arg(trailing_var_arg = true, required = true)]
+        words: Vec<String>,
+    },
+    /// `configure reload`: read the configuration file again, as SIGHUP does, and say what
+    /// changed (or every error, as file:line: key: reason).
+    Configure {
+        #[arg(trailing_var_arg = true, required = true)]
+        words: Vec<String>,
     },
     /// Check or print configuration files.
     Config {
@@ -94,7 +122,13 @@ fn init_logging(json: bool) {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(cli.log_json);
+    // The client commands log nothing; their errors go to stderr as words.
+    if !matches!(
+        cli.command,
+        Command::Show { .. } | Command::Clear { .. } | Command::Configure { .. }
+    ) {
+        init_logging(cli.log_json);
+    }
     match cli.command {
         Command::Run {
             config,
@@ -119,6 +153,15 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::Show { words } => client(&cli.socket, cli.json, ribshard::cli::parse_show(&words)),
+        Command::Clear { words } => {
+            client(&cli.socket, cli.json, ribshard::cli::parse_clear(&words))
+        }
+        Command::Configure { words } => client(
+            &cli.socket,
+            cli.json,
+            ribshard::cli::parse_configure(&words),
+        ),
         Command::Config { command } => config_command(command),
         Command::Mrt { command } => match mrt(command) {
             Ok(()) => ExitCode::SUCCESS,
@@ -134,6 +177,39 @@ fn main() -> ExitCode {
                 ExitCode::FAILURE
             }
         },
+    }
+}
+
+/// Asks the running daemon and prints its answer.
+fn client(
+    socket: &str,
+    json: bool,
+    request: Result<ribshard::cli::Request, ribshard::cli::Usage>,
+) -> ExitCode {
+    let request = match request {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("usage: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let rt = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("{e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let endpoint = ribshard::cli::endpoint(socket);
+    match rt.block_on(ribshard::cli::execute(endpoint, request, json)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -6,14 +6,20 @@
 //! neighbor no longer configured is sent Cease / Peer De-configured and its routes go; a new
 //! one gets a session; one whose session settings differ (anything of its own, or inherited:
 //! `local-as`, `router-id`, policies, timers, ...) is sent Cease / Other Configuration Change
-//! (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`
-//! and `write-queue-high-water` wait for a restart, and are named in the log.
+//! (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`,
+//! `write-queue-high-water` and `[management]` wait for a restart, and are named.
+//!
+//! [`reload`] does it, for SIGHUP and `ribshard configure reload` alike.
 
-use crate::config::Config;
-use crate::run::settings;
+use crate::config::{settings, threads_of, Config};
+use crate::state::Daemon;
 use ribshard_engine::PeerSettings;
+use ribshard_mgmt::api::ReloadReply;
+use ribshard_wire::notification::cease;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
+use std::time::Duration;
+use tracing::{error, info, warn};
 
 /// What a reload does to one neighbor; sessions are named by peer index.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,18 +40,6 @@ pub struct Plan {
     pub neighbors: Vec<NeighborChange>,
     /// Changes that take effect only at the next start, in words an operator can act on.
     pub needs_restart: Vec<String>,
-}
-
-/// (shards, update threads) as the pipeline runs them: 0 shards is one RIB thread, and
-/// without update threads there is one shard.
-pub fn threads_of(c: &Config) -> (usize, usize) {
-    let u = c.threading.update_threads as usize;
-    let s = if u == 0 {
-        1
-    } else {
-        (c.threading.shards as usize).max(1)
-    };
-    (s, u)
 }
 
 /// Compares the running configuration, whose neighbors run as `active` (peer index and
@@ -69,6 +63,7 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
         running.threading.write_queue_high_water != new.threading.write_queue_high_water,
         "bgp.update-threading.write-queue-high-water",
     );
+    restart(running.management != new.management, "management");
     let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
     let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
         active.iter().map(|a| (key(&a.1), a)).collect();
@@ -99,12 +94,139 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
 }
 
 /// The running configuration after a reload: the new one, except what waits for a restart.
-pub fn applied(running: &Config, new: Config) -> Config {
+pub fn applied_config(running: &Config, new: Config) -> Config {
     let mut c = new;
     c.listen = running.listen.clone();
     c.path_selection = running.path_selection;
     c.threading.write_queue_high_water = running.threading.write_queue_high_water;
+    c.management = running.management.clone();
     c
+}
+
+/// How long a neighbor removed or changed by a reload gets to send its NOTIFICATION.
+const NEIGHBOR_GRACE: Duration = Duration::from_secs(2);
+
+/// Reads the configuration file again and applies it. A file with errors changes nothing;
+/// thread counts and neighbors are applied with the other sessions kept up; what needs a
+/// restart is named. The reply says which, for the log and for `configure reload`.
+pub async fn reload(daemon: &Daemon) -> ReloadReply {
+    let Some(path) = daemon.config_file.clone() else {
+        return ReloadReply {
+            outcome: "rejected".into(),
+            errors: vec!["the daemon was started without a configuration file".into()],
+            ..ReloadReply::default()
+        };
+    };
+    info!(file = %path.display(), "reading the configuration again");
+    let new = match crate::config::load(&path) {
+        Ok(c) => c,
+        Err(errors) => {
+            for e in &errors.0 {
+                error!("configuration not reloaded: {e}");
+            }
+            return ReloadReply {
+                outcome: "rejected".into(),
+                errors: errors.0.iter().map(ToString::to_string).collect(),
+                ..ReloadReply::default()
+            };
+        }
+    };
+    // One reload at a time, and no show command sees it half done.
+    let mut live = daemon.live.write().await;
+    let plan = plan(&live.config, &live.active, &new);
+    for what in &plan.needs_restart {
+        warn!(change = %what, "configuration change not applied: it needs a restart");
+    }
+    let mut reply = ReloadReply {
+        needs_restart: plan.needs_restart.clone(),
+        ..ReloadReply::default()
+    };
+    let mut applied = true;
+    if let Some((shards, update_threads)) = plan.threading {
+        let p = daemon.pipeline.clone();
+        match crate::state::off_runtime(move || p.reconfigure(shards, update_threads)).await {
+            Some(r) => {
+                info!(
+                    shards = r.to.0,
+                    update_threads = r.to.1,
+                    prefixes = r.prefixes,
+                    paths = r.paths,
+                    paused_ms = r.paused.as_millis() as u64,
+                    "threads changed with sessions kept up"
+                );
+                reply.changes.push(format!(
+                    "re-sharded from {} shard(s) and {} update thread(s) to {} and {}, sessions kept up ({} ms pause)",
+                    r.from.0,
+                    r.from.1,
+                    r.to.0,
+                    r.to.1,
+                    r.paused.as_millis()
+                ));
+            }
+            None => {
+                error!("re-sharding failed");
+                reply.errors.push("re-sharding failed".into());
+                applied = false;
+            }
+        }
+    }
+    for change in &plan.neighbors {
+        let (gone, subcode, start) = match change {
+            NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None),
+            NeighborChange::Changed(i, s) => (Some(*i), cease::OTHER_CONFIGURATION_CHANGE, Some(s)),
+            NeighborChange::Added(s) => (None, 0, Some(s)),
+        };
+        if let Some(i) = gone {
+            if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.address) {
+                info!(neighbor = %s, changed = start.is_some(), "neighbor no longer configured as it runs: session ended");
+                reply.changes.push(match start {
+                    Some(_) => format!("neighbor {s}: settings changed, session restarted (Cease / Other Configuration Change)"),
+                    None => format!("neighbor {s}: removed (Cease / Peer De-configured)"),
+                });
+            }
+            live.sessions.remove(i, subcode, NEIGHBOR_GRACE).await;
+            live.active.retain(|(j, _)| *j != i);
+        }
+        if let Some(s) = start {
+            match live.sessions.add(s.clone()).await {
+                Ok(i) => {
+                    info!(neighbor = %s.address, "neighbor configured: session started");
+                    if gone.is_none() {
+                        reply.changes.push(format!("neighbor {}: added", s.address));
+                    }
+                    live.peers.push(s.clone());
+                    live.active.push((i, s.clone()));
+                }
+                Err(e) => {
+                    error!(neighbor = %s.address, "cannot start the session: {e}");
+                    reply.errors.push(format!(
+                        "neighbor {}: cannot start the session: {e}",
+                        s.address
+                    ));
+                    applied = false;
+                }
+            }
+        }
+    }
+    if applied {
+        live.config = applied_config(&live.config, new);
+        info!(
+            neighbors = live.active.len(),
+            "configuration reloaded{}",
+            if plan.needs_restart.is_empty() {
+                ""
+            } else {
+                " (except what needs a restart)"
+            }
+        );
+    }
+    reply.outcome = match (applied, reply.changes.is_empty()) {
+        (false, _) => "rejected",
+        (true, true) => "unchanged",
+        (true, false) => "applied",
+    }
+    .into();
+    reply
 }
 
 #[cfg(test)]
@@ -182,7 +304,7 @@ mod tests {
             .iter()
             .all(|n| matches!(n, NeighborChange::Changed(_, s) if s.hold_time == 30)));
         // What waits for a restart stays as it runs.
-        let kept = applied(&a, c);
+        let kept = applied_config(&a, c);
         assert_eq!(kept.path_selection, a.path_selection);
         assert_eq!(kept.peers.len(), 2);
     }

@@ -1,110 +1,55 @@
 //! `ribshard run`: the daemon in the foreground: the sessions of every configured neighbor
-//! feeding the sharded pipeline (shard threads, update threads), until SIGTERM.
+//! feeding the sharded pipeline (shard threads, update threads), the management API and its
+//! sampler, until SIGTERM.
 
-use crate::config::{Config, GroupType, Peer};
-use crate::reload::NeighborChange;
-use ribshard_engine::negotiate::Routing;
-use ribshard_engine::pipeline::{Pipeline, PipelineConfig};
+use crate::backend::Api;
+use crate::config::{pipeline_config, settings, Config};
+use crate::state::{Daemon, Live};
+use ribshard_engine::pipeline::Pipeline;
+use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
+use ribshard_mgmt::ServerConfig;
 use ribshard_mrt::MrtWriter;
-use ribshard_wire::notification::cease;
 use std::io::BufWriter;
 use std::net::IpAddr;
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use tokio::sync::mpsc;
-use tracing::{error, info, warn};
+use tracing::{info, warn};
 
 /// Room for received UPDATEs between sessions and their consumer; a full queue stops
 /// reading from the sender's socket.
 const INBOUND_QUEUE: usize = 4096;
 
-pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
-    PeerSettings {
-        address: p.address,
-        port: p.port,
-        local_address: p.local_address,
-        local_as: p.local_as,
-        peer_as: p.peer_as,
-        router_id: c.router_id,
-        internal: p.group_type == GroupType::Internal,
-        hold_time: p.hold_time,
-        connect_retry_time: p.connect_retry_time,
-        send_hold_time: p.send_hold_time,
-        passive: p.passive,
-        authentication_key: p.authentication_key.clone(),
-        ttl_security: p.ttl_security,
-        multihop: p.multihop,
-        families: p.families.clone(),
-        prefix_limits: p
-            .prefix_limits
-            .map(|l| l.map(|l| (l.maximum, l.teardown, l.idle_timeout))),
-        role: p.role,
-        add_path_receive: p.add_path_receive,
-        add_path_send: p.add_path_send,
-        description: p
-            .description
-            .clone()
-            .unwrap_or_else(|| format!("{} in group {}", p.address, p.group)),
-        routing: Routing {
-            group: p.group.clone(),
-            import_accept: accepts(&p.import),
-            export_accept: accepts(&p.export),
-            cluster: p.cluster,
-            cluster_ids: c
-                .peers
-                .iter()
-                .filter_map(|q| q.cluster)
-                .map(u32::from)
-                .collect(),
-            route_server_client: p.route_server_client,
-            next_hop_self: p.next_hop_self,
-            loops: p.loops,
-            global_as: c.local_as,
-            local_as_private: p.local_as_private,
-            no_prepend_global_as: p.no_prepend_global_as,
-        },
-    }
-}
-
-/// Evaluates a policy chain of the built-in policies: the first of "accept" and "reject"
-/// decides; an empty chain rejects.
-fn accepts(chain: &[String]) -> bool {
-    chain
-        .iter()
-        .find_map(|p| match p.as_str() {
-            "accept" => Some(true),
-            "reject" => Some(false),
-            _ => None,
-        })
-        .unwrap_or(false)
-}
-
-/// The pipeline's threads as configured: 0 shards is one RIB thread.
-pub fn pipeline_config(c: &Config) -> PipelineConfig {
-    PipelineConfig {
-        shards: (c.threading.shards as usize).max(1),
-        update_threads: c.threading.update_threads as usize,
-        options: c.path_selection,
-        write_queue: ribshard_adjout::WriteQueueLimits::new(
-            usize::try_from(c.threading.write_queue_high_water).unwrap_or(usize::MAX),
-        ),
-    }
-}
-
 pub struct Options {
     /// Write every received UPDATE to this MRT file (BGP4MP MESSAGE_AS4).
     pub dump_updates: Option<PathBuf>,
-    /// The configuration file, read again on SIGHUP.
+    /// The configuration file, read again on SIGHUP and `configure reload`.
     pub config_file: Option<PathBuf>,
+}
+
+/// The management API's listeners as configured.
+fn server_config(c: &Config) -> ServerConfig {
+    ServerConfig {
+        socket: Some(c.management.socket.clone()),
+        listen: c.management.listen.clone(),
+        read_only: c.management.read_only,
+        metrics: c.management.metrics,
+    }
 }
 
 pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
-        .thread_name("ribshard-session")
+        // Names fit Linux's 15 characters, so `top -H` tells the threads apart.
+        .thread_name_fn(|| {
+            static N: AtomicUsize = AtomicUsize::new(0);
+            format!("rs-session-{}", N.fetch_add(1, Ordering::Relaxed))
+        })
         .build()?;
+    let main_work = register(ThreadKind::Main, 0);
     rt.block_on(async move {
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
@@ -115,6 +60,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         let sessions =
             Sessions::start_with(peers.clone(), &config.listen, tap, Some(pipeline.clone()))
                 .await?;
+        let server = server_config(&config);
         info!(
             local_as = config.local_as,
             router_id = %config.router_id,
@@ -123,6 +69,29 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             update_threads = pc.update_threads,
             "ribshard running"
         );
+        let daemon = Daemon::new(
+            pipeline.clone(),
+            Live {
+                config,
+                active: peers.iter().cloned().enumerate().collect(),
+                peers,
+                sessions,
+            },
+            opts.config_file.clone(),
+        );
+        let api = ribshard_mgmt::server::serve(Arc::new(Api(daemon.clone())), &server)
+            .await
+            .map_err(|e| format!("management.socket / management.listen: {e}"))?;
+        let sampler = {
+            let d = daemon.clone();
+            tokio::spawn(async move {
+                let mut every = tokio::time::interval(Duration::from_secs(1));
+                loop {
+                    every.tick().await;
+                    d.sample().await;
+                }
+            })
+        };
         let mut dump = match &opts.dump_updates {
             Some(path) => Some(MrtWriter::new(BufWriter::new(
                 std::fs::File::create(path)
@@ -130,18 +99,15 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             ))),
             None => None,
         };
-        let mut live = Live {
-            config,
-            active: peers.iter().cloned().enumerate().collect(),
-            peers,
-            sessions,
-        };
-        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())?;
-        let mut hup = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())?;
+        use tokio::signal::unix::{signal, SignalKind};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
         loop {
             tokio::select! {
                 m = rx.recv(), if opts.dump_updates.is_some() => {
                     let Some(m) = m else { break };
+                    let began = Instant::now();
+                    let live = daemon.live.read().await;
                     consume(m, &live.peers, &live.config, dump.as_mut());
                     // Drain what is queued, then flush the dump once.
                     while let Ok(m) = rx.try_recv() {
@@ -150,117 +116,41 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                     if let Some(d) = dump.as_mut() {
                         d.flush()?;
                     }
+                    main_work.item(began.elapsed());
                 }
                 _ = hup.recv() => {
-                    if let Some(path) = &opts.config_file {
-                        reload(path, &mut live, &pipeline).await;
-                    }
+                    let began = Instant::now();
+                    info!("SIGHUP: reloading the configuration");
+                    crate::reload::reload(&daemon).await;
+                    main_work.item(began.elapsed());
                 }
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
             }
         }
         info!("shutting down: Cease / Administrative Shutdown to every neighbor");
-        live.sessions
+        for t in api {
+            t.abort();
+        }
+        sampler.abort();
+        let socket = daemon.live.read().await.config.management.socket.clone();
+        let _ = std::fs::remove_file(socket);
+        // Sessions end before the pipeline: what they queued goes through first.
+        let sessions = {
+            let mut live = daemon.live.write().await;
+            std::mem::replace(&mut live.sessions, Sessions::none())
+        };
+        sessions
             .shutdown("ribshard is shutting down", Duration::from_secs(2))
             .await;
-        let _ = tokio::task::spawn_blocking(move || pipeline.stop()).await;
+        let p = pipeline.clone();
+        crate::state::off_runtime(move || p.stop()).await;
         if let Some(mut d) = dump {
             d.flush()?;
         }
         Ok(())
     })
 }
-
-/// SIGHUP: reads the configuration again. A file with errors changes nothing (each error is
-/// logged with its file, line and key); thread counts and neighbors are applied with the
-/// other sessions kept up; what needs a restart is logged by name ([`crate::reload`]).
-async fn reload(path: &std::path::Path, live: &mut Live, pipeline: &Arc<Pipeline>) {
-    info!(file = %path.display(), "SIGHUP: reading the configuration again");
-    let new = match crate::config::load(path) {
-        Ok(c) => c,
-        Err(errors) => {
-            for e in &errors.0 {
-                error!("configuration not reloaded: {e}");
-            }
-            return;
-        }
-    };
-    let plan = crate::reload::plan(&live.config, &live.active, &new);
-    for what in &plan.needs_restart {
-        warn!(change = %what, "configuration change not applied: it needs a restart");
-    }
-    let mut applied = true;
-    if let Some((shards, update_threads)) = plan.threading {
-        let p = pipeline.clone();
-        match tokio::task::spawn_blocking(move || p.reconfigure(shards, update_threads)).await {
-            Ok(r) => info!(
-                shards = r.to.0,
-                update_threads = r.to.1,
-                prefixes = r.prefixes,
-                paths = r.paths,
-                paused_ms = r.paused.as_millis() as u64,
-                "threads changed with sessions kept up"
-            ),
-            Err(e) => {
-                error!("re-sharding failed: {e}");
-                applied = false;
-            }
-        }
-    }
-    for change in &plan.neighbors {
-        let (gone, subcode, start) = match change {
-            NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None),
-            NeighborChange::Changed(i, s) => (Some(*i), cease::OTHER_CONFIGURATION_CHANGE, Some(s)),
-            NeighborChange::Added(s) => (None, 0, Some(s)),
-        };
-        if let Some(i) = gone {
-            if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.address) {
-                info!(neighbor = %s, changed = start.is_some(), "neighbor no longer configured as it runs: session ended");
-            }
-            live.sessions.remove(i, subcode, NEIGHBOR_GRACE).await;
-            live.active.retain(|(j, _)| *j != i);
-        }
-        if let Some(s) = start {
-            match live.sessions.add(s.clone()).await {
-                Ok(i) => {
-                    info!(neighbor = %s.address, "neighbor configured: session started");
-                    live.peers.push(s.clone());
-                    live.active.push((i, s.clone()));
-                }
-                Err(e) => {
-                    error!(neighbor = %s.address, "cannot start the session: {e}");
-                    applied = false;
-                }
-            }
-        }
-    }
-    if applied {
-        live.config = crate::reload::applied(&live.config, new);
-        info!(
-            neighbors = live.active.len(),
-            "configuration reloaded{}",
-            if plan.needs_restart.is_empty() {
-                ""
-            } else {
-                " (except what needs a restart)"
-            }
-        );
-    }
-}
-
-/// What a reload changes while the daemon runs: the configuration as applied, the neighbors
-/// configured now (peer index and settings) and the settings of every session ever started,
-/// by peer index (the update dump names peers by it).
-struct Live {
-    config: Config,
-    active: Vec<(usize, PeerSettings)>,
-    peers: Vec<PeerSettings>,
-    sessions: Sessions,
-}
-
-/// How long a neighbor removed or changed by a reload gets to send its NOTIFICATION.
-const NEIGHBOR_GRACE: Duration = Duration::from_secs(2);
 
 fn consume(
     m: Inbound,

@@ -175,10 +175,6 @@ fn gobgp_originate(g: &GoBgp, dir: &Path, p: &str, attrs: &[&str]) {
     );
 }
 
-fn log_of(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default()
-}
-
 #[test]
 fn route_reflector_between_bird_and_frr_clients() {
     if !have_bird() || !Path::new("/usr/lib/frr/bgpd").exists() {
@@ -833,7 +829,7 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
     let conf = dir.join("ribshard.toml");
     let hup = |text: &str, expect: &str| {
         let before = log_of(&dir).matches(expect).count();
-        std::fs::write(&conf, text).unwrap();
+        std::fs::write(&conf, with_socket(&dir, text)).unwrap();
         let ok = Command::new("kill")
             .args(["-HUP", &rs.0.id().to_string()])
             .status()

@@ -129,6 +129,11 @@ impl Notification {
         out
     }
 
+    /// The names of the code and of the subcode (when it has one), as the RFCs give them.
+    pub fn names(&self) -> (&'static str, Option<&'static str>) {
+        describe_codes(self.code, self.subcode)
+    }
+
     /// A short human name of the code and subcode, as operators read them in logs.
     pub fn describe(&self) -> String {
         let (c, s) = describe_codes(self.code, self.subcode);

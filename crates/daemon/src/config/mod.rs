@@ -2,10 +2,14 @@
 //! has one. [`load`] parses, checks every setting, and resolves each neighbor's effective
 //! settings (neighbor over group over `[bgp]`); every error names the file, line and key.
 
+mod lower;
 mod resolve;
 mod schema;
 
-pub use resolve::{Config, Family, GroupType, Peer, PrefixLimit, Threading};
+pub use lower::{pipeline_config, settings, threads_of};
+pub use resolve::{
+    Config, Family, GroupType, Management, Peer, PrefixLimit, Threading, DEFAULT_SOCKET,
+};
 pub use schema::Raw;
 
 use std::fmt;

@@ -74,8 +74,22 @@ pub struct Peer {
     pub no_prepend_global_as: bool,
 }
 
+/// Where the management API and the metrics listen (`[management]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Management {
+    pub socket: std::path::PathBuf,
+    pub listen: Vec<SocketAddr>,
+    /// The TCP listeners refuse requests that change state.
+    pub read_only: bool,
+    pub metrics: Option<SocketAddr>,
+}
+
+/// The API's socket when `[management] socket` is not set.
+pub const DEFAULT_SOCKET: &str = "/run/ribshard/ribshard.sock";
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Config {
+    pub management: Management,
     pub local_as: u32,
     pub router_id: Ipv4Addr,
     pub listen: Vec<SocketAddr>,
@@ -534,8 +548,24 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
     if peers.is_empty() && errs.is_empty() {
         errs.push(("bgp.group".into(), ErrorKind::NoNeighbors));
     }
+    let m = raw.management.unwrap_or_default();
+    if m.socket.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
+        invalid(
+            &mut errs,
+            "management.socket".into(),
+            "\"\"",
+            "is not a path (the API always has its socket)",
+        );
+    }
+    let management = Management {
+        socket: m.socket.unwrap_or_else(|| DEFAULT_SOCKET.into()),
+        listen: m.listen.unwrap_or_default(),
+        read_only: m.read_only.unwrap_or(true),
+        metrics: m.metrics,
+    };
     if errs.is_empty() {
         Ok(Config {
+            management,
             local_as,
             router_id,
             listen,

@@ -71,6 +71,21 @@ macro_rules! with_peer_settings {
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct Raw {
     pub bgp: Option<Bgp>,
+    pub management: Option<Management>,
+}
+
+/// `[management]`: where the management API and the metrics listen.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Management {
+    /// The API's Unix socket. Default /run/ribshard/ribshard.sock.
+    pub socket: Option<std::path::PathBuf>,
+    /// TCP addresses for the API too. Default none.
+    pub listen: Option<Vec<SocketAddr>>,
+    /// The TCP listeners refuse every request that changes state. Default true.
+    pub read_only: Option<bool>,
+    /// A TCP address serving `/metrics` only.
+    pub metrics: Option<SocketAddr>,
 }
 
 with_peer_settings! {

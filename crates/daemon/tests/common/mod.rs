@@ -23,9 +23,30 @@ pub fn tempdir(name: &str) -> PathBuf {
     d
 }
 
+/// The management API socket of the ribshard started in `dir`.
+pub fn socket(dir: &Path) -> PathBuf {
+    dir.join("ribshard.sock")
+}
+
+/// What the ribshard started in `dir` has logged.
+pub fn log_of(dir: &Path) -> String {
+    std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default()
+}
+
+/// A configuration with the test's own API socket (the default one is the system's).
+pub fn with_socket(dir: &Path, config: &str) -> String {
+    if config.contains("[management]") {
+        return config.to_string();
+    }
+    format!(
+        "{config}\n[management]\nsocket = \"{}\"\n",
+        socket(dir).display()
+    )
+}
+
 pub fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
     let conf = dir.join("ribshard.toml");
-    std::fs::write(&conf, config).unwrap();
+    std::fs::write(&conf, with_socket(dir, config)).unwrap();
     let dump = dir.join("updates.mrt");
     let p = Command::new(env!("CARGO_BIN_EXE_ribshard"))
         .arg("run")

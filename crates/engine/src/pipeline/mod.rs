@@ -44,7 +44,7 @@ pub use messages::{
     RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target, ToShard, ToUpdate,
     UpdateThreadStats, WITHDRAW,
 };
-pub use query::{QueueReport, RouteWalk};
+pub use query::{QueueReport, QueueState, RouteWalk};
 
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};

@@ -203,7 +203,7 @@ struct Head {
 }
 
 /// Routes a call of [`RouteWalk::next`] returns at most.
-const RETURN: usize = 1024;
+const RETURN: usize = 256;
 
 impl RouteWalk {
     /// The next routes in order; `None` when the walk is over.

@@ -247,6 +247,18 @@ impl Sessions {
         Ok(sessions)
     }
 
+    /// No sessions and no listeners (what a daemon holds once it has shut its sessions down).
+    pub fn none() -> Sessions {
+        Sessions {
+            peers: Vec::new(),
+            listeners: Vec::new(),
+            sockets: Vec::new(),
+            routes: Arc::default(),
+            inbound: None,
+            pipeline: None,
+        }
+    }
+
     /// Starts a session for a neighbor (at start, or added by a configuration reload): its
     /// MD5 key and GTSM go on the listeners of its family, and incoming connections from its
     /// address reach it. Returns its peer index.

@@ -593,7 +593,6 @@ impl Session {
                     self.status.send_modify(|st| {
                         st.negotiated = n.clone();
                         st.established_transitions += 1;
-                        st.last_error = None;
                     });
                     if let Some(negotiated) = n {
                         // Ordered before any UPDATE of this session.

@@ -1,0 +1,771 @@
+//! The management API's answers, from the running daemon: sessions' status and counters,
+//! the shards' counts (asked between their routing work), the update threads' groups,
+//! the threads and queues, and the convergence telemetry.
+
+mod routes;
+
+use crate::state::{unix, Daemon, Live};
+use ribshard_engine::pipeline::{ShardStats, UpdateThreadStats};
+use ribshard_engine::session::{Clear, SessionError, SessionStatus, Stamped};
+use ribshard_engine::telemetry::{self, HistogramSnapshot, BUCKETS};
+use ribshard_engine::PeerSettings;
+use ribshard_mgmt::api::*;
+use ribshard_mgmt::{ApiError, Backend};
+use ribshard_wire::notification::Notification;
+use ribshard_wire::Family;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Instant, SystemTime};
+use tokio::sync::mpsc;
+
+/// The daemon as the API server sees it.
+#[derive(Clone)]
+pub struct Api(pub Arc<Daemon>);
+
+const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
+
+/// What the pipeline's threads report, asked once per request.
+struct Pipeline {
+    shards: Vec<ShardStats>,
+    updates: Vec<UpdateThreadStats>,
+}
+
+impl Pipeline {
+    async fn read(d: &Daemon) -> Pipeline {
+        Pipeline {
+            shards: d.pipeline.shard_stats().await,
+            updates: d.pipeline.update_stats().await,
+        }
+    }
+
+    /// A neighbor's prefix counts per table.
+    fn families(&self, peer: usize, s: &PeerSettings, st: &SessionStatus) -> Vec<FamilyPrefixes> {
+        FAMILIES
+            .iter()
+            .filter(|f| s.families.contains(f))
+            .map(|f| {
+                let i = f.index();
+                let c = |pick: fn(&ribshard_rib::PeerCounts) -> u32| -> u64 {
+                    self.shards
+                        .iter()
+                        .filter_map(|x| x.peers.get(peer).and_then(|c| c.get(i)))
+                        .map(|c| u64::from(pick(c)))
+                        .sum()
+                };
+                let loop_free = c(|c| c.loop_free);
+                FamilyPrefixes {
+                    table: routes::table_name(*f).into(),
+                    received: c(|c| c.received),
+                    accepted: if s.routing.import_accept {
+                        loop_free
+                    } else {
+                        0
+                    },
+                    active: c(|c| c.active),
+                    // Nothing is advertised to a session that is not up.
+                    advertised: st.group.as_ref().map_or(Some(0), |g| {
+                        let mut sum = 0;
+                        for x in &self.shards {
+                            let counts = x.groups.iter().find(|c| c.group == g.group)?;
+                            sum += counts.to_member(peer as u32)?.get(i)?;
+                        }
+                        Some(sum)
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    /// The update thread serving a group, by its thread name.
+    fn thread_of(&self, group: u32) -> String {
+        self.updates
+            .iter()
+            .find(|u| u.groups.iter().any(|g| g.group == group))
+            .map_or_else(|| "rs-update-?".into(), |u| thread_name(u.thread))
+    }
+
+    fn member_stats(&self, peer: usize) -> Option<&ribshard_adjout::MemberStats> {
+        self.updates
+            .iter()
+            .flat_map(|u| &u.groups)
+            .flat_map(|g| &g.members)
+            .find(|(m, _)| m.peer as usize == peer)
+            .map(|(_, s)| s)
+    }
+}
+
+/// The thread of an update group: an update thread, or the single shard without them.
+fn thread_name(update_thread: Option<usize>) -> String {
+    match update_thread {
+        Some(t) => format!("rs-update-{t}"),
+        None => "rs-shard-0".into(),
+    }
+}
+
+fn state_name(s: ribshard_fsm::State) -> String {
+    s.to_string()
+}
+
+fn seconds_since(t: SystemTime) -> f64 {
+    SystemTime::now()
+        .duration_since(t)
+        .map_or(0.0, |d| d.as_secs_f64())
+}
+
+fn notification(n: &Stamped<Notification>) -> NotificationInfo {
+    let (code, sub) = n.value.names();
+    NotificationInfo {
+        at: unix(n.at),
+        code: n.value.code,
+        subcode: n.value.subcode,
+        code_name: code.into(),
+        subcode_name: sub.map(Into::into),
+        message: n
+            .value
+            .shutdown_message()
+            .and_then(Result::ok)
+            .map(Into::into),
+        data: n.value.data.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+fn last_error(e: &Stamped<SessionError>) -> LastError {
+    let kind = match &e.value {
+        SessionError::NotificationReceived(_) => "notification-received",
+        SessionError::ConnectionClosed => "connection-closed",
+        SessionError::ConnectionLost(_) => "connection-lost",
+        SessionError::ConnectFailed(_) => "connect-failed",
+        SessionError::HoldTimerExpired => "hold-timer-expired",
+        SessionError::SendHoldTimerExpired => "send-hold-timer-expired",
+        SessionError::BadHeader(_) => "bad-header",
+        SessionError::BadMessage(_) => "bad-message",
+        SessionError::OpenRefused(_) => "open-refused",
+        SessionError::MalformedUpdate(_) => "malformed-update",
+        SessionError::PrefixLimit { .. } => "prefix-limit",
+        SessionError::Stopped(_) => "stopped",
+    };
+    LastError {
+        at: unix(e.at),
+        kind: kind.into(),
+        message: e.value.to_string(),
+    }
+}
+
+fn types(c: &[u64; 5]) -> MessageTypes {
+    let [open, update, notification, keepalive, route_refresh] = *c;
+    MessageTypes {
+        open,
+        update,
+        notification,
+        keepalive,
+        route_refresh,
+    }
+}
+
+fn role_name(r: u8) -> String {
+    use ribshard_wire::open::role;
+    match r {
+        role::PROVIDER => "provider",
+        role::RS => "rs",
+        role::RS_CLIENT => "rs-client",
+        role::CUSTOMER => "customer",
+        role::PEER => "peer",
+        _ => "unknown",
+    }
+    .into()
+}
+
+fn tables(fs: &[Family]) -> Vec<String> {
+    fs.iter().map(|f| routes::table_name(*f).into()).collect()
+}
+
+fn per_family(v: [bool; 2]) -> Vec<String> {
+    FAMILIES
+        .iter()
+        .filter(|f| v.get(f.index()) == Some(&true))
+        .map(|f| routes::table_name(*f).into())
+        .collect()
+}
+
+/// The neighbor configured at `address` (its first port if several): its peer index.
+fn peer_index(live: &Live, address: &str) -> Result<usize, ApiError> {
+    let a: std::net::IpAddr = address
+        .parse()
+        .map_err(|_| ApiError::BadRequest(format!("{address}: not an address")))?;
+    live.active
+        .iter()
+        .find(|(_, s)| s.address == a)
+        .map(|(i, _)| *i)
+        .ok_or_else(|| ApiError::NotFound(format!("{address}: no such neighbor")))
+}
+
+fn histogram(h: &HistogramSnapshot) -> Histogram {
+    let mut cum = 0;
+    let buckets = h
+        .counts
+        .iter()
+        .enumerate()
+        .map(|(i, c)| {
+            cum += c;
+            Bucket {
+                le: BUCKETS.get(i).copied().unwrap_or(f64::MAX),
+                count: cum,
+            }
+        })
+        .collect();
+    let finite = |q: Option<f64>| q.map(|v| if v.is_finite() { v } else { f64::MAX });
+    Histogram {
+        buckets,
+        count: h.count(),
+        sum_seconds: h.sum_seconds,
+        p50_seconds: finite(h.quantile(0.5)),
+        p90_seconds: finite(h.quantile(0.9)),
+        p99_seconds: finite(h.quantile(0.99)),
+    }
+}
+
+impl Api {
+    fn neighbor(&self, p: &Pipeline, live: &Live, i: usize, s: &PeerSettings) -> Neighbor {
+        let Some(h) = live.sessions.peers.get(i) else {
+            return Neighbor::default();
+        };
+        let st = h.status();
+        let counts = h.counts();
+        let queue = h.output_queue();
+        let member = p.member_stats(i).cloned().unwrap_or_default();
+        let limits = live.config.threading.write_queue_high_water;
+        let n = st.negotiated.as_ref();
+        Neighbor {
+            address: s.address.to_string(),
+            port: s.port,
+            peer_as: s.peer_as,
+            local_as: s.local_as,
+            group: s.routing.group.clone(),
+            description: s.description.clone(),
+            peer_type: if s.internal { "internal" } else { "external" }.into(),
+            state: state_name(st.state),
+            state_seconds: seconds_since(st.since),
+            router_id: n.map(|n| n.peer_id.to_string()),
+            local_address: st.local.map(|a| a.ip().to_string()),
+            local_port: st.local.map(|a| a.port()),
+            remote_address: st.remote.map(|a| a.ip().to_string()),
+            remote_port: st.remote.map(|a| a.port()),
+            timers: Timers {
+                hold_time_configured: s.hold_time,
+                hold_time: n.map(|n| n.hold_time),
+                keepalive: n.map(|n| n.hold_time / 3),
+                connect_retry: s.connect_retry_time,
+                send_hold_time: s.send_hold_time,
+            },
+            capabilities: n.map(|n| Capabilities {
+                tables: tables(&n.families),
+                four_octet_as: n.four_octet_as,
+                route_refresh: n.route_refresh,
+                enhanced_route_refresh: n.enhanced_route_refresh,
+                extended_message: n.extended_message,
+                add_path_receive: per_family(n.add_path_receive),
+                add_path_send: per_family(n.add_path_send),
+                graceful_restart: n.graceful_restart.as_ref().map(|g| GracefulRestart {
+                    restart_time: g.restart_time,
+                    tables: tables(&g.families),
+                    notification: g.notification,
+                }),
+                role: n.peer_role.map(role_name),
+            }),
+            last_error: st.last_error.as_ref().map(last_error),
+            last_notification_sent: st.last_sent.as_ref().map(notification),
+            last_notification_received: st.last_received.as_ref().map(notification),
+            counters: MessageCounters {
+                received: types(&counts.received),
+                sent: types(&counts.sent),
+                octets_received: counts.octets_received,
+                octets_sent: counts.octets_sent,
+            },
+            flaps: st.flaps,
+            established_transitions: st.established_transitions,
+            families: p.families(i, s, &st),
+            update_group: st.group.as_ref().map(|g| UpdateGroupRef {
+                id: g.group,
+                name: g.spec.name.clone(),
+                update_thread: p.thread_of(g.group),
+            }),
+            held_down: st.held_down,
+            statistics: NeighborStatistics {
+                write_queue_blocks: st.write_queue_blocks + member.write_queue_blocks,
+                slow_writer: member.slow_writer,
+                last_slow_writer_at: member.last_slow_writer.map(unix),
+                catch_ups: member.catch_ups,
+                octets_queued: queue.octets,
+                messages_queued: queue.messages,
+                high_water: limits,
+                low_water: limits / 16,
+            },
+        }
+    }
+}
+
+impl Backend for Api {
+    async fn summary(&self) -> Summary {
+        let p = Pipeline::read(&self.0).await;
+        let live = self.0.live.read().await;
+        let c = self.0.pipeline.config();
+        let mode = match (c.shards, c.update_threads) {
+            (_, 0) => "none",
+            (1, _) => "update-threading",
+            _ => "rib-sharding",
+        };
+        let mut neighbors = Vec::new();
+        for (i, s) in &live.active {
+            let Some(h) = live.sessions.peers.get(*i) else {
+                continue;
+            };
+            let st = h.status();
+            let counts = h.counts();
+            neighbors.push(NeighborSummary {
+                address: s.address.to_string(),
+                port: s.port,
+                peer_as: s.peer_as,
+                group: s.routing.group.clone(),
+                state: state_name(st.state),
+                state_seconds: seconds_since(st.since),
+                messages_received: counts.received_total(),
+                messages_sent: counts.sent_total(),
+                output_queue: h.output_queue().messages,
+                flaps: st.flaps,
+                families: p.families(*i, s, &st),
+            });
+        }
+        let groups: std::collections::BTreeSet<&str> = live
+            .active
+            .iter()
+            .map(|(_, s)| s.routing.group.as_str())
+            .collect();
+        Summary {
+            local_as: live.config.local_as,
+            router_id: live.config.router_id.to_string(),
+            threading: Threading {
+                mode: mode.into(),
+                shards: c.shards,
+                update_threads: c.update_threads,
+            },
+            groups: groups.len(),
+            peers: neighbors.len(),
+            down_peers: neighbors
+                .iter()
+                .filter(|n| n.state != "Established")
+                .count(),
+            tables: FAMILIES
+                .iter()
+                .map(|f| TablePaths {
+                    table: routes::table_name(*f).into(),
+                    total_paths: p
+                        .shards
+                        .iter()
+                        .map(|s| s.families[f.index()].paths as u64)
+                        .sum(),
+                    active_paths: p
+                        .shards
+                        .iter()
+                        .map(|s| s.families[f.index()].active as u64)
+                        .sum(),
+                })
+                .collect(),
+            neighbors,
+        }
+    }
+
+    async fn neighbors(&self, address: Option<String>) -> Result<Vec<Neighbor>, ApiError> {
+        let p = Pipeline::read(&self.0).await;
+        let live = self.0.live.read().await;
+        let wanted = match &address {
+            Some(a) => Some(peer_index(&live, a)?),
+            None => None,
+        };
+        Ok(live
+            .active
+            .iter()
+            .filter(|(i, _)| wanted.is_none_or(|w| w == *i))
+            .map(|(i, s)| self.neighbor(&p, &live, *i, s))
+            .collect())
+    }
+
+    async fn groups(&self, name: Option<String>) -> Result<Vec<Group>, ApiError> {
+        let p = Pipeline::read(&self.0).await;
+        let live = self.0.live.read().await;
+        let mut by_name: BTreeMap<&str, Vec<&(usize, PeerSettings)>> = BTreeMap::new();
+        for a in &live.active {
+            by_name
+                .entry(a.1.routing.group.as_str())
+                .or_default()
+                .push(a);
+        }
+        if let Some(n) = &name {
+            if !by_name.contains_key(n.as_str()) {
+                return Err(ApiError::NotFound(format!("{n}: no such group")));
+            }
+        }
+        let address_of = |peer: u32| {
+            live.peers
+                .get(peer as usize)
+                .map_or_else(|| format!("peer {peer}"), |s| s.address.to_string())
+        };
+        let mut out = Vec::new();
+        for (gname, members) in by_name {
+            if name.as_deref().is_some_and(|n| n != gname) {
+                continue;
+            }
+            let Some((_, first)) = members.first().copied() else {
+                continue;
+            };
+            let statuses: Vec<SessionStatus> = members
+                .iter()
+                .map(|(i, _)| {
+                    live.sessions
+                        .peers
+                        .get(*i)
+                        .map(|h| h.status())
+                        .unwrap_or_default()
+                })
+                .collect();
+            let peer_as = members
+                .iter()
+                .all(|(_, s)| s.peer_as == first.peer_as)
+                .then_some(first.peer_as);
+            let mut options = Vec::new();
+            let r = &first.routing;
+            if r.route_server_client {
+                options.push("route-server-client".to_string());
+            }
+            if let Some(c) = r.cluster {
+                options.push(format!("cluster {c}"));
+            }
+            if r.next_hop_self == Some(true) {
+                options.push("next-hop-self".into());
+            }
+            if members.iter().any(|(_, s)| s.passive) {
+                options.push("passive".into());
+            }
+            if members.iter().any(|(_, s)| s.multihop) {
+                options.push("multihop".into());
+            }
+            if members.iter().any(|(_, s)| s.authentication_key.is_some()) {
+                options.push("authentication".into());
+            }
+            if members
+                .iter()
+                .any(|(_, s)| s.add_path_receive || s.add_path_send)
+            {
+                options.push("add-path".into());
+            }
+            if let Some(role) = first.role {
+                options.push(format!("role {}", role_name(role)));
+            }
+            let update_groups = p
+                .updates
+                .iter()
+                .flat_map(|u| u.groups.iter().map(move |g| (u.thread, g)))
+                .filter(|(_, g)| g.name == gname)
+                .map(|(t, g)| UpdateGroupInfo {
+                    id: g.group,
+                    update_thread: thread_name(t),
+                    members: g.members.iter().map(|(m, _)| address_of(m.peer)).collect(),
+                    updates_built: g.stats.updates_built,
+                    octets_built: g.stats.bytes_built,
+                    prefixes_advertised: g.stats.prefixes_advertised,
+                    prefixes_withdrawn: g.stats.prefixes_withdrawn,
+                    octets_sent: g.members.iter().map(|(_, s)| s.bytes_sent).sum(),
+                })
+                .collect();
+            let mut tables: BTreeMap<String, FamilyPrefixes> = BTreeMap::new();
+            for ((i, s), st) in members.iter().zip(&statuses) {
+                for f in p.families(*i, s, st) {
+                    let t = tables
+                        .entry(f.table.clone())
+                        .or_insert_with(|| FamilyPrefixes {
+                            table: f.table.clone(),
+                            advertised: Some(0),
+                            ..FamilyPrefixes::default()
+                        });
+                    t.received += f.received;
+                    t.accepted += f.accepted;
+                    t.active += f.active;
+                    t.advertised = match (t.advertised, f.advertised) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (Some(a), None) if st.group.is_none() => Some(a),
+                        _ => None,
+                    };
+                }
+            }
+            out.push(Group {
+                name: gname.to_string(),
+                group_type: if first.internal {
+                    "internal"
+                } else {
+                    "external"
+                }
+                .into(),
+                local_as: first.local_as,
+                peer_as,
+                options,
+                total_peers: members.len(),
+                established: statuses
+                    .iter()
+                    .filter(|s| s.state == ribshard_fsm::State::Established)
+                    .count(),
+                members: members
+                    .iter()
+                    .zip(&statuses)
+                    .map(|((_, s), st)| GroupMember {
+                        address: s.address.to_string(),
+                        port: s.port,
+                        state: state_name(st.state),
+                    })
+                    .collect(),
+                update_groups,
+                tables: tables.into_values().collect(),
+            });
+        }
+        Ok(out)
+    }
+
+    async fn route_summary(&self) -> RouteSummary {
+        let stats = self.0.pipeline.shard_stats().await;
+        let live = self.0.live.read().await;
+        let tables = FAMILIES
+            .iter()
+            .map(|f| {
+                let shards: Vec<ShardTable> = stats
+                    .iter()
+                    .map(|s| {
+                        let c = s.families[f.index()];
+                        ShardTable {
+                            shard: s.shard,
+                            thread: format!("rs-shard-{}", s.shard),
+                            destinations: c.prefixes as u64,
+                            routes: c.paths as u64,
+                            active: c.active as u64,
+                        }
+                    })
+                    .collect();
+                let destinations: u64 = shards.iter().map(|s| s.destinations).sum();
+                let routes: u64 = shards.iter().map(|s| s.routes).sum();
+                TableSummary {
+                    table: routes::table_name(*f).into(),
+                    destinations,
+                    routes,
+                    active: shards.iter().map(|s| s.active).sum(),
+                    rib_fib_ratio: if destinations == 0 {
+                        0.0
+                    } else {
+                        routes as f64 / destinations as f64
+                    },
+                    shards,
+                }
+            })
+            .collect();
+        let s = self.0.samples.lock().unwrap_or_else(|e| e.into_inner());
+        RouteSummary {
+            local_as: live.config.local_as,
+            router_id: live.config.router_id.to_string(),
+            tables,
+            high_water: HighWater {
+                destinations: Mark {
+                    value: s.destinations.0,
+                    at: unix(s.destinations.1),
+                },
+                routes: Mark {
+                    value: s.routes.0,
+                    at: unix(s.routes.1),
+                },
+            },
+        }
+    }
+
+    async fn routes(&self, q: RouteRequest) -> Result<mpsc::Receiver<Vec<Route>>, ApiError> {
+        routes::routes(&self.0, q).await
+    }
+
+    async fn threads(&self) -> Threads {
+        let now = Instant::now();
+        let cpu = ribshard_mgmt::procfs::threads();
+        let work = telemetry::threads();
+        let samples = self.0.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let threads = cpu
+            .iter()
+            .map(|t| {
+                let w = work.iter().find(|w| w.tid == t.tid);
+                ThreadInfo {
+                    name: t.name.clone(),
+                    tid: t.tid,
+                    kind: w.map_or("other", |w| w.kind.name()).into(),
+                    cpu_seconds: t.cpu_seconds,
+                    share_1s: samples.cpu.share(t.tid, now, t.cpu_seconds, 1.0),
+                    share_10s: samples.cpu.share(t.tid, now, t.cpu_seconds, 10.0),
+                    share_60s: samples.cpu.share(t.tid, now, t.cpu_seconds, 60.0),
+                    items: w.map_or(0, |w| w.items),
+                    longest_item_seconds: w.map_or(0.0, |w| w.longest.as_secs_f64()),
+                }
+            })
+            .collect();
+        Threads { threads }
+    }
+
+    async fn work_queues(&self) -> WorkQueues {
+        let p = Pipeline::read(&self.0).await;
+        let q = self.0.pipeline.queues();
+        let live = self.0.live.read().await;
+        let info =
+            |kind: &str, thread: String, s: &ribshard_engine::pipeline::QueueState| QueueInfo {
+                kind: kind.into(),
+                thread,
+                depth: s.depth as u64,
+                capacity: s.capacity as u64,
+                high_water: s.high_water as u64,
+                items: s.sends,
+                blocked_seconds: s.blocked.as_secs_f64(),
+            };
+        let mut queues: Vec<QueueInfo> = q
+            .shards
+            .iter()
+            .map(|s| info("session-to-shard", format!("rs-shard-{}", s.index), s))
+            .collect();
+        queues.extend(
+            q.updates
+                .iter()
+                .map(|s| info("shard-to-update", format!("rs-update-{}", s.index), s)),
+        );
+        let mut w = WriteQueues {
+            high_water: live.config.threading.write_queue_high_water,
+            ..WriteQueues::default()
+        };
+        for (i, s) in &live.active {
+            let Some(h) = live.sessions.peers.get(*i) else {
+                continue;
+            };
+            if h.status().state != ribshard_fsm::State::Established {
+                continue;
+            }
+            let o = h.output_queue();
+            w.sessions += 1;
+            w.messages_queued += o.messages;
+            w.octets_queued += o.octets;
+            if o.octets > w.largest_octets || w.largest_neighbor.is_none() {
+                w.largest_octets = o.octets;
+                w.largest_neighbor = Some(s.address.to_string());
+            }
+            if p.member_stats(*i)
+                .is_some_and(|m| m.slow_writer > m.catch_ups)
+            {
+                w.slow_writers += 1;
+            }
+        }
+        WorkQueues {
+            queues,
+            write_queues: w,
+        }
+    }
+
+    async fn convergence(&self) -> Convergence {
+        let t = self.0.pipeline.telemetry();
+        let live = self.0.live.read().await;
+        let written = t.written_snapshot();
+        let group_name = |id: u32| {
+            written
+                .iter()
+                .find(|(g, _, _)| *g == id)
+                .map_or_else(|| format!("update group {id}"), |(_, n, _)| n.clone())
+        };
+        let groups_now = self.0.pipeline.groups();
+        let neighbors = t
+            .neighbors()
+            .into_iter()
+            .filter(|(peer, _)| live.active.iter().any(|(i, _)| *i == *peer as usize))
+            .map(|(peer, c)| {
+                let groups: Vec<GroupTime> = c
+                    .groups
+                    .iter()
+                    .map(|(id, d)| GroupTime {
+                        group: group_name(*id),
+                        id: *id,
+                        seconds: d.as_secs_f64(),
+                    })
+                    .collect();
+                let expected = c.groups_expected.min(groups_now).max(1);
+                NeighborConvergence {
+                    address: live
+                        .peers
+                        .get(peer as usize)
+                        .map(|s| s.address.to_string())
+                        .unwrap_or_default(),
+                    established_at: unix(c.established),
+                    end_of_rib_received_seconds: c.end_of_rib_received.map(|d| d.as_secs_f64()),
+                    all_groups_seconds: (groups.len() >= expected)
+                        .then(|| groups.iter().map(|g| g.seconds).fold(0.0, f64::max)),
+                    groups,
+                }
+            })
+            .collect();
+        Convergence {
+            decided: histogram(&t.decided.snapshot()),
+            written: written
+                .iter()
+                .map(|(id, name, h)| GroupHistogram {
+                    group: name.clone(),
+                    id: *id,
+                    histogram: histogram(h),
+                })
+                .collect(),
+            neighbors,
+        }
+    }
+
+    async fn clear(&self, r: ClearRequest) -> Result<ClearReply, ApiError> {
+        let how = match r.mode.as_deref() {
+            None | Some("hard") => Clear::Hard,
+            Some("soft") => Clear::Soft,
+            Some("soft-inbound") => Clear::SoftInbound,
+            Some(m) => {
+                return Err(ApiError::BadRequest(format!(
+                    "{m}: one of hard, soft, soft-inbound"
+                )))
+            }
+        };
+        let live = self.0.live.read().await;
+        let targets: Vec<usize> = if r.neighbor == "all" {
+            live.active.iter().map(|(i, _)| *i).collect()
+        } else {
+            let a: std::net::IpAddr = r.neighbor.parse().map_err(|_| {
+                ApiError::BadRequest(format!("{}: not an address or all", r.neighbor))
+            })?;
+            let v: Vec<usize> = live
+                .active
+                .iter()
+                .filter(|(_, s)| s.address == a)
+                .map(|(i, _)| *i)
+                .collect();
+            if v.is_empty() {
+                return Err(ApiError::NotFound(format!(
+                    "{}: no such neighbor",
+                    r.neighbor
+                )));
+            }
+            v
+        };
+        let mut neighbors = Vec::new();
+        for i in targets {
+            let Some(h) = live.sessions.peers.get(i) else {
+                continue;
+            };
+            let result = h.clear(how).await;
+            neighbors.push(Cleared {
+                address: h.settings.address.to_string(),
+                error: result.err().map(|e| e.to_string()),
+            });
+        }
+        Ok(ClearReply { neighbors })
+    }
+
+    async fn reload(&self) -> ReloadReply {
+        crate::reload::reload(&self.0).await
+    }
+}

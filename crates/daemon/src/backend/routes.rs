@@ -1,0 +1,477 @@
+//! `show route`: a request turned into walks of the pipeline, and each route as the API
+//! shows it (attributes decoded, the active path marked, why each path won or lost).
+
+use super::peer_index;
+use crate::state::Daemon;
+use ribshard_engine::pipeline::{RouteQuery, Selection, ShownRoute};
+use ribshard_mgmt::api::{Attributes, Reason, Route, RoutePath, RouteRequest};
+use ribshard_mgmt::ApiError;
+use ribshard_rib::{Ineligible, PathFilter, PathState, PathView, Within};
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::update::segment;
+use ribshard_wire::{parse_attributes_only, Family, Prefix, SessionParams};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+use std::sync::Arc;
+use tokio::sync::mpsc;
+
+/// Paths per chunk a shard answers: a thousand routes of a full table, a few hundred KiB
+/// in flight per shard.
+const CHUNK_PATHS: usize = 2048;
+
+/// Who each peer index is: address and AS.
+pub(super) type PeerNames = Arc<Vec<(String, u32)>>;
+
+/// Starts the walks of a request; the routes arrive on the channel in order.
+pub(super) async fn routes(
+    d: &Arc<Daemon>,
+    q: RouteRequest,
+) -> Result<mpsc::Receiver<Vec<Route>>, ApiError> {
+    let (select, families) = selection(&q)?;
+    let (names, filter, advertised) = {
+        let live = d.live.read().await;
+        let names: PeerNames = Arc::new(
+            live.peers
+                .iter()
+                .map(|p| (p.address.to_string(), p.peer_as))
+                .collect(),
+        );
+        let filter = PathFilter {
+            peer: match &q.receive_protocol {
+                Some(a) => Some(peer_index(&live, a)? as u32),
+                None => None,
+            },
+            hidden: q.hidden,
+        };
+        let advertised = match &q.advertising_protocol {
+            Some(a) => {
+                let i = peer_index(&live, a)?;
+                let group = live
+                    .sessions
+                    .peers
+                    .get(i)
+                    .and_then(|h| h.status().group)
+                    .ok_or_else(|| {
+                        ApiError::NotFound(format!(
+                            "neighbor {a} is not Established: nothing is advertised to it"
+                        ))
+                    })?;
+                Some((group.group, i as u32))
+            }
+            None => None,
+        };
+        (names, filter, advertised)
+    };
+    let shards = d.pipeline.shards();
+    if let Some(s) = q.shard.filter(|s| *s >= shards) {
+        return Err(ApiError::BadRequest(format!(
+            "shard {s}: there are {shards} shard(s), 0 to {}",
+            shards - 1
+        )));
+    }
+    let (tx, rx) = mpsc::channel(1);
+    let pipeline = d.pipeline.clone();
+    let detail = q.detail;
+    let only = q.shard;
+    tokio::spawn(async move {
+        for family in families {
+            let select = match select {
+                Selection::Table(_, within) => Selection::Table(family, within),
+                other => other,
+            };
+            let query = RouteQuery {
+                select,
+                after: None,
+                max_paths: CHUNK_PATHS,
+                filter,
+                advertised,
+            };
+            let mut walk = pipeline.walk_routes(query, only);
+            while let Some(batch) = walk.next().await {
+                let routes: Vec<Route> = batch.iter().map(|r| route(r, &names, detail)).collect();
+                if routes.is_empty() {
+                    continue;
+                }
+                // The client went away: stop walking.
+                if tx.send(routes).await.is_err() {
+                    return;
+                }
+            }
+        }
+    });
+    Ok(rx)
+}
+
+/// What a request selects, and in which tables.
+fn selection(q: &RouteRequest) -> Result<(Selection, Vec<Family>), ApiError> {
+    let table = match q.table.as_deref() {
+        None => None,
+        Some("inet.0") => Some(Family::Ipv4Unicast),
+        Some("inet6.0") => Some(Family::Ipv6Unicast),
+        Some(t) => {
+            return Err(ApiError::BadRequest(format!(
+                "table {t}: ribshard has inet.0 and inet6.0"
+            )))
+        }
+    };
+    let all = || match table {
+        Some(f) => vec![f],
+        None => vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
+    };
+    let Some(dest) = q.destination.as_deref() else {
+        if q.match_type.is_some() {
+            return Err(ApiError::BadRequest(
+                "exact, longer and orlonger need a prefix".into(),
+            ));
+        }
+        return Ok((Selection::Table(Family::Ipv4Unicast, Within::All), all()));
+    };
+    let (prefix, is_prefix) = parse_destination(dest)?;
+    if table.is_some_and(|t| t != prefix.family()) {
+        return Err(ApiError::BadRequest(format!(
+            "{dest} is not in table {}",
+            q.table.as_deref().unwrap_or_default()
+        )));
+    }
+    let family = vec![prefix.family()];
+    match (q.match_type.as_deref(), is_prefix) {
+        (None, false) => Ok((Selection::Longest(addr_of(&prefix)), family)),
+        (None | Some("exact"), true) => Ok((Selection::Exact(prefix), family)),
+        (Some("longer"), _) => Ok((
+            Selection::Table(
+                prefix.family(),
+                Within::Under {
+                    prefix,
+                    or_equal: false,
+                },
+            ),
+            family,
+        )),
+        (Some("orlonger"), _) => Ok((
+            Selection::Table(
+                prefix.family(),
+                Within::Under {
+                    prefix,
+                    or_equal: true,
+                },
+            ),
+            family,
+        )),
+        (Some("exact"), false) => Ok((Selection::Exact(prefix), family)),
+        (Some(m), _) => Err(ApiError::BadRequest(format!(
+            "match {m}: one of exact, longer, orlonger"
+        ))),
+    }
+}
+
+/// A prefix (`true`), or an address as a host prefix (`false`).
+fn parse_destination(s: &str) -> Result<(Prefix, bool), ApiError> {
+    let bad = || ApiError::BadRequest(format!("{s}: not a prefix or an address"));
+    match s.split_once('/') {
+        Some((a, l)) => {
+            let len: u8 = l.parse().map_err(|_| bad())?;
+            let p = match a.parse::<IpAddr>().map_err(|_| bad())? {
+                IpAddr::V4(v4) => Prefix::v4(v4, len),
+                IpAddr::V6(v6) => Prefix::v6(v6, len),
+            }
+            .ok_or_else(bad)?;
+            Ok((p.masked(), true))
+        }
+        None => match s.parse::<IpAddr>().map_err(|_| bad())? {
+            IpAddr::V4(v4) => Ok((Prefix::v4(v4, 32).ok_or_else(bad)?, false)),
+            IpAddr::V6(v6) => Ok((Prefix::v6(v6, 128).ok_or_else(bad)?, false)),
+        },
+    }
+}
+
+fn addr_of(p: &Prefix) -> IpAddr {
+    match *p {
+        Prefix::V4 { addr, .. } => IpAddr::V4(Ipv4Addr::from(addr)),
+        Prefix::V6 { addr, .. } => IpAddr::V6(Ipv6Addr::from(addr)),
+    }
+}
+
+pub(super) fn table_name(f: Family) -> &'static str {
+    match f {
+        Family::Ipv4Unicast => "inet.0",
+        Family::Ipv6Unicast => "inet6.0",
+    }
+}
+
+/// A route as the API shows it.
+fn route(r: &ShownRoute, names: &PeerNames, detail: bool) -> Route {
+    let prefix = r.view.prefix;
+    let paths = r
+        .view
+        .paths
+        .iter()
+        .map(|p| {
+            let advertised = r.advertised.as_ref().map(|(e, params)| {
+                let attrs = decode(&e.attrs, params);
+                let nh = if e.mp_next_hop.is_empty() {
+                    attrs.next_hop().map(|a| a.to_string()).unwrap_or_default()
+                } else {
+                    next_hop(&e.mp_next_hop)
+                };
+                (attrs, nh)
+            });
+            path(p, names, detail || advertised.is_some(), advertised)
+        })
+        .collect();
+    Route {
+        prefix: prefix.to_string(),
+        table: table_name(prefix.family()).into(),
+        shard: r.shard,
+        paths,
+    }
+}
+
+fn decode(raw: &[u8], params: &SessionParams) -> PathAttributes {
+    match parse_attributes_only(raw, params) {
+        Ok(p) => PathAttributes::from_view(&p.attrs, params),
+        Err(_) => PathAttributes::default(),
+    }
+}
+
+fn path(
+    v: &PathView,
+    names: &PeerNames,
+    detail: bool,
+    advertised: Option<(PathAttributes, String)>,
+) -> RoutePath {
+    let (attrs, nh) = match advertised {
+        Some(a) => a,
+        None => (v.path.attrs.attributes(), next_hop(v.path.attrs.next_hop())),
+    };
+    let (state, reason) = match v.state {
+        PathState::Active { over } => ("active", over.map(|s| reason(s.id(), s.describe(), false))),
+        PathState::Inactive { step, in_group } => (
+            "inactive",
+            Some(reason(step.id(), step.describe(), in_group)),
+        ),
+        PathState::Ineligible(Ineligible::Loop) => (
+            "hidden",
+            Some(reason(
+                "loop",
+                "AS path, originator or cluster list loop",
+                false,
+            )),
+        ),
+        PathState::Ineligible(Ineligible::Rejected) => (
+            "hidden",
+            Some(reason("rejected", "Rejected by import policy", false)),
+        ),
+    };
+    let (from, peer_as) = names
+        .get(v.path.peer as usize)
+        .cloned()
+        .unwrap_or_else(|| (format!("peer {}", v.path.peer), 0));
+    RoutePath {
+        state: state.into(),
+        reason,
+        multipath: v.multipath,
+        stale: v.path.stale(),
+        from,
+        peer_as,
+        peer_router_id: Ipv4Addr::from(v.peer.router_id).to_string(),
+        path_id: v.path.path_id,
+        age_seconds: ribshard_rib::clock::age(v.path.since()).as_secs(),
+        next_hop: nh,
+        as_path: attrs.as_path().map(as_path_text).unwrap_or_default(),
+        origin: attrs
+            .origin()
+            .map_or_else(|| "INCOMPLETE".into(), |o| o.to_string()),
+        local_pref: attrs.local_pref(),
+        med: attrs.med(),
+        communities: attrs
+            .communities()
+            .iter()
+            .map(|c| format!("{}:{}", c >> 16, c & 0xffff))
+            .collect(),
+        large_communities: attrs
+            .large_communities()
+            .iter()
+            .map(|[a, b, c]| format!("{a}:{b}:{c}"))
+            .collect(),
+        attributes: detail.then(|| other_attributes(&attrs)),
+    }
+}
+
+fn reason(step: &str, description: &str, in_group: bool) -> Reason {
+    Reason {
+        step: step.into(),
+        description: description.into(),
+        in_group,
+    }
+}
+
+/// A next hop as received: IPv4, or IPv6 (the global address when a link-local follows).
+fn next_hop(b: &[u8]) -> String {
+    match b.len() {
+        4 => {
+            <[u8; 4]>::try_from(b).map_or_else(|_| String::new(), |a| Ipv4Addr::from(a).to_string())
+        }
+        16 | 32 => b
+            .get(..16)
+            .and_then(|g| <[u8; 16]>::try_from(g).ok())
+            .map_or_else(String::new, |a| Ipv6Addr::from(a).to_string()),
+        _ => String::new(),
+    }
+}
+
+/// An AS path as Junos prints it: sequences plain, sets in braces, confederation segments
+/// in parentheses and brackets.
+pub(super) fn as_path_text(p: &AsPath) -> String {
+    let mut parts = Vec::new();
+    for s in &p.segments {
+        let asns: Vec<String> = s.asns.iter().map(u32::to_string).collect();
+        let j = asns.join(" ");
+        parts.push(match s.kind {
+            segment::AS_SET => format!("{{{j}}}"),
+            segment::AS_CONFED_SEQUENCE => format!("({j})"),
+            segment::AS_CONFED_SET => format!("[{j}]"),
+            _ => j,
+        });
+    }
+    parts.join(" ")
+}
+
+fn other_attributes(a: &PathAttributes) -> Attributes {
+    let mut out = Attributes::default();
+    for attr in &a.list {
+        match &attr.value {
+            AttrValue::ExtCommunities(v) => {
+                out.extended_communities = v.iter().map(ext_community).collect();
+            }
+            AttrValue::AtomicAggregate => out.atomic_aggregate = true,
+            AttrValue::Aggregator(g) | AttrValue::As4Aggregator(g) => {
+                out.aggregator = Some(format!("{} {}", g.asn, g.address));
+            }
+            AttrValue::OriginatorId(id) => out.originator_id = Some(id.to_string()),
+            AttrValue::ClusterList(v) => {
+                out.cluster_list = v.iter().map(|c| Ipv4Addr::from(*c).to_string()).collect();
+            }
+            AttrValue::Otc(asn) => out.otc = Some(*asn),
+            AttrValue::Unknown { type_code, value } => {
+                let hex: String = value.iter().map(|b| format!("{b:02x}")).collect();
+                out.unknown.push(format!("{type_code}:{hex}"));
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// Route targets and origins as Junos writes them (`target:65000:100`), others in hex.
+fn ext_community(c: &[u8; 8]) -> String {
+    let [t, sub, a, b, x, y, z, w] = *c;
+    let kind = match sub {
+        0x02 => "target",
+        0x03 => "origin",
+        _ => "",
+    };
+    let two = u16::from_be_bytes([a, b]);
+    let four = u32::from_be_bytes([x, y, z, w]);
+    match (t, kind) {
+        (0x00, k) if !k.is_empty() => format!("{k}:{two}:{four}"),
+        (0x01, k) if !k.is_empty() => {
+            format!(
+                "{k}:{}:{}",
+                Ipv4Addr::new(a, b, x, y),
+                u16::from_be_bytes([z, w])
+            )
+        }
+        (0x02, k) if !k.is_empty() => {
+            format!(
+                "{k}:{}:{}",
+                u32::from_be_bytes([a, b, x, y]),
+                u16::from_be_bytes([z, w])
+            )
+        }
+        _ => c.iter().map(|b| format!("{b:02x}")).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn destinations_select_as_junos_does() {
+        let q = |d: Option<&str>, m: Option<&str>, t: Option<&str>| RouteRequest {
+            destination: d.map(Into::into),
+            match_type: m.map(Into::into),
+            table: t.map(Into::into),
+            ..RouteRequest::default()
+        };
+        let p = |s: &str| parse_destination(s).unwrap().0;
+        assert_eq!(
+            selection(&q(Some("10.0.0.0/8"), None, None)).unwrap(),
+            (Selection::Exact(p("10.0.0.0/8")), vec![Family::Ipv4Unicast])
+        );
+        assert_eq!(
+            selection(&q(Some("10.1.2.3"), None, None)).unwrap().0,
+            Selection::Longest("10.1.2.3".parse().unwrap())
+        );
+        assert_eq!(
+            selection(&q(Some("10.1.0.0/16"), Some("orlonger"), None))
+                .unwrap()
+                .0,
+            Selection::Table(
+                Family::Ipv4Unicast,
+                Within::Under {
+                    prefix: p("10.1.0.0/16"),
+                    or_equal: true
+                }
+            )
+        );
+        assert_eq!(
+            selection(&q(None, None, Some("inet6.0"))).unwrap().1,
+            vec![Family::Ipv6Unicast]
+        );
+        assert_eq!(selection(&q(None, None, None)).unwrap().1.len(), 2);
+        // Host bits are cleared, as Junos does.
+        assert_eq!(p("10.1.2.3/16"), p("10.1.0.0/16"));
+        for bad in [
+            q(Some("10.0.0.0/33"), None, None),
+            q(Some("nonsense"), None, None),
+            q(None, None, Some("inet.3")),
+            q(Some("10.0.0.0/8"), Some("shorter"), None),
+            q(Some("2001:db8::/32"), None, Some("inet.0")),
+            q(None, Some("longer"), None),
+        ] {
+            assert!(
+                matches!(selection(&bad), Err(ApiError::BadRequest(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn extended_communities_and_paths_read_as_in_junos() {
+        assert_eq!(
+            ext_community(&[0x00, 0x02, 0xfd, 0xe8, 0, 0, 0, 100]),
+            "target:65000:100"
+        );
+        assert_eq!(
+            ext_community(&[0x01, 0x03, 192, 0, 2, 1, 0, 7]),
+            "origin:192.0.2.1:7"
+        );
+        assert_eq!(
+            ext_community(&[0x43, 0, 0, 0, 0, 0, 0, 1]),
+            "4300000000000001"
+        );
+        let p = AsPath {
+            segments: vec![
+                ribshard_wire::attributes::AsSegment {
+                    kind: segment::AS_SEQUENCE,
+                    asns: vec![65001, 65002],
+                },
+                ribshard_wire::attributes::AsSegment {
+                    kind: segment::AS_SET,
+                    asns: vec![1, 2],
+                },
+            ],
+        };
+        assert_eq!(as_path_text(&p), "65001 65002 {1 2}");
+    }
+}

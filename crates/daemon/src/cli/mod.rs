@@ -1,0 +1,365 @@
+//! The command line's client side: `ribshard show ...`, `clear ...` and `configure reload`,
+//! in Junos words, asked of the running daemon over its management API and printed as
+//! Junos lays them out (or as the API's JSON with `--json`).
+
+pub mod render;
+
+use ribshard_mgmt::api::{
+    ClearReply, ClearRequest, Convergence, Group, Neighbor, ReloadReply, Route, RouteRequest,
+    RouteSummary, Summary, Threads, WorkQueues,
+};
+use ribshard_mgmt::client::{Client, ClientError, Endpoint};
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+/// What a command line asks for.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Request {
+    Summary,
+    Neighbor {
+        address: Option<String>,
+        statistics: bool,
+    },
+    Group(Option<String>),
+    Convergence,
+    RouteSummary,
+    Routes(RouteRequest),
+    Threads,
+    WorkQueues,
+    Clear(ClearRequest),
+    Reload,
+}
+
+/// Why a command line is not understood.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
+
+fn usage(s: impl Into<String>) -> Usage {
+    Usage(s.into())
+}
+
+const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] | show bgp group [NAME] | \
+show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
+[rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [detail] [hidden] | \
+show thread cpu | show work-queues";
+
+/// Parses the words after `show`.
+pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    match w.as_slice() {
+        ["bgp", "summary"] => Ok(Request::Summary),
+        ["bgp", "neighbor"] => Ok(Request::Neighbor {
+            address: None,
+            statistics: false,
+        }),
+        ["bgp", "neighbor", a] => Ok(Request::Neighbor {
+            address: Some(a.to_string()),
+            statistics: false,
+        }),
+        ["bgp", "neighbor", a, "statistics"] => Ok(Request::Neighbor {
+            address: Some(a.to_string()),
+            statistics: true,
+        }),
+        ["bgp", "group"] => Ok(Request::Group(None)),
+        ["bgp", "group", n] => Ok(Request::Group(Some(n.to_string()))),
+        ["bgp", "convergence"] => Ok(Request::Convergence),
+        ["route", "summary"] => Ok(Request::RouteSummary),
+        ["route", rest @ ..] => parse_route(rest).map(Request::Routes),
+        ["thread", "cpu"] => Ok(Request::Threads),
+        ["work-queues"] => Ok(Request::WorkQueues),
+        _ => Err(usage(format!("show what? {SHOW}"))),
+    }
+}
+
+fn parse_route(w: &[&str]) -> Result<RouteRequest, Usage> {
+    let mut q = RouteRequest::default();
+    let mut i = 0;
+    let next = |i: &mut usize, what: &str| -> Result<String, Usage> {
+        *i += 1;
+        w.get(*i)
+            .map(|s| s.to_string())
+            .ok_or_else(|| usage(format!("{what} needs a value")))
+    };
+    while let Some(word) = w.get(i).copied() {
+        match word {
+            "exact" | "longer" | "orlonger" => {
+                if q.destination.is_none() {
+                    return Err(usage(format!("{word} follows a prefix")));
+                }
+                q.match_type = Some(word.into());
+            }
+            "table" => q.table = Some(next(&mut i, "table")?),
+            "rib-sharding" => {
+                let mut v = next(&mut i, "rib-sharding")?;
+                if v == "shard" {
+                    v = next(&mut i, "rib-sharding shard")?;
+                }
+                let n = v.strip_prefix("rs-shard-").unwrap_or(&v);
+                q.shard = Some(n.parse().map_err(|_| {
+                    usage(format!("rib-sharding {v}: a shard number (or rs-shard-N)"))
+                })?);
+            }
+            "receive-protocol" | "advertising-protocol" => {
+                let proto = next(&mut i, word)?;
+                if proto != "bgp" {
+                    return Err(usage(format!("{word} {proto}: only bgp")));
+                }
+                let a = next(&mut i, &format!("{word} bgp"))?;
+                if word == "receive-protocol" {
+                    q.receive_protocol = Some(a);
+                } else {
+                    q.advertising_protocol = Some(a);
+                }
+            }
+            "detail" => q.detail = true,
+            "hidden" => q.hidden = true,
+            d if q.destination.is_none() && (d.contains('.') || d.contains(':')) => {
+                q.destination = Some(d.into());
+            }
+            other => return Err(usage(format!("show route: unexpected \"{other}\"; {SHOW}"))),
+        }
+        i += 1;
+    }
+    Ok(q)
+}
+
+/// Parses the words after `clear`.
+pub fn parse_clear(words: &[String]) -> Result<Request, Usage> {
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (neighbor, mode) = match w.as_slice() {
+        ["bgp", "neighbor", n] => (n, None),
+        ["bgp", "neighbor", n, m @ ("soft" | "soft-inbound")] => (n, Some(m.to_string())),
+        _ => return Err(usage("clear bgp neighbor ADDRESS|all [soft|soft-inbound]")),
+    };
+    Ok(Request::Clear(ClearRequest {
+        neighbor: neighbor.to_string(),
+        mode,
+    }))
+}
+
+/// Parses the words after `configure`.
+pub fn parse_configure(words: &[String]) -> Result<Request, Usage> {
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["reload"] => Ok(Request::Reload),
+        _ => Err(usage("configure reload")),
+    }
+}
+
+/// The API's address: a socket path, or `ADDRESS:PORT` for a TCP listener.
+pub fn endpoint(s: &str) -> Endpoint {
+    match s.parse() {
+        Ok(a) => Endpoint::Tcp(a),
+        Err(_) => Endpoint::Unix(PathBuf::from(s)),
+    }
+}
+
+fn query(q: &RouteRequest) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut add = |k: &str, v: &Option<String>| {
+        if let Some(v) = v {
+            parts.push(format!("{k}={}", encode(v)));
+        }
+    };
+    add("destination", &q.destination);
+    add("match", &q.match_type);
+    add("table", &q.table);
+    add("receive_protocol", &q.receive_protocol);
+    add("advertising_protocol", &q.advertising_protocol);
+    if let Some(s) = q.shard {
+        parts.push(format!("shard={s}"));
+    }
+    if q.detail {
+        parts.push("detail=true".into());
+    }
+    if q.hidden {
+        parts.push("hidden=true".into());
+    }
+    parts.join("&")
+}
+
+/// Percent-encoding for a query value (prefixes hold '/' and ':').
+fn encode(s: &str) -> String {
+    s.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// Asks the daemon and prints the answer; `json`: the API's JSON as it comes.
+pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), ClientError> {
+    let c = Client::new(endpoint);
+    let stdout = io::stdout();
+    let mut out = io::BufWriter::new(stdout.lock());
+    let path = match &r {
+        Request::Summary => "/v1/bgp/summary".to_string(),
+        Request::Neighbor { address, .. } => match address {
+            Some(a) => format!("/v1/bgp/neighbors?address={}", encode(a)),
+            None => "/v1/bgp/neighbors".into(),
+        },
+        Request::Group(n) => match n {
+            Some(n) => format!("/v1/bgp/groups?name={}", encode(n)),
+            None => "/v1/bgp/groups".into(),
+        },
+        Request::Convergence => "/v1/bgp/convergence".into(),
+        Request::RouteSummary => "/v1/routes/summary".into(),
+        Request::Routes(q) => format!("/v1/routes?{}", query(q)),
+        Request::Threads => "/v1/threads".into(),
+        Request::WorkQueues => "/v1/work-queues".into(),
+        Request::Clear(_) => "/v1/bgp/clear".into(),
+        Request::Reload => "/v1/configure/reload".into(),
+    };
+    let text = match r {
+        Request::Routes(q) => return routes(&c, &path, &q, json, &mut out).await,
+        Request::Clear(req) => {
+            let reply: ClearReply = c.post(&path, &req).await?;
+            if json {
+                serde_json::to_string_pretty(&reply)? + "\n"
+            } else {
+                render::clear(&reply)
+            }
+        }
+        Request::Reload => {
+            let reply: ReloadReply = c.post(&path, &()).await?;
+            if json {
+                serde_json::to_string_pretty(&reply)? + "\n"
+            } else {
+                render::reload(&reply)
+            }
+        }
+        _ if json => {
+            let raw = c.get_raw(&path).await?;
+            let v: serde_json::Value = serde_json::from_slice(&raw)?;
+            serde_json::to_string_pretty(&v)? + "\n"
+        }
+        Request::Summary => render::summary(&c.get::<Summary>(&path).await?),
+        Request::Neighbor { statistics, .. } => {
+            let v: Vec<Neighbor> = c.get(&path).await?;
+            if statistics {
+                render::neighbor_statistics(&v)
+            } else {
+                render::neighbors(&v)
+            }
+        }
+        Request::Group(_) => render::groups(&c.get::<Vec<Group>>(&path).await?),
+        Request::Convergence => render::convergence(&c.get::<Convergence>(&path).await?),
+        Request::RouteSummary => render::route_summary(&c.get::<RouteSummary>(&path).await?),
+        Request::Threads => render::threads(&c.get::<Threads>(&path).await?),
+        Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
+    };
+    let _ = out.write_all(text.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+/// Routes as they arrive: each printed when read, so a whole table is never held.
+async fn routes(
+    c: &Client,
+    path: &str,
+    q: &RouteRequest,
+    json: bool,
+    out: &mut impl Write,
+) -> Result<(), ClientError> {
+    let mut lines = c.lines(path).await?;
+    let mut table = String::new();
+    let mut buf = String::new();
+    while let Some(line) = lines.next_line().await? {
+        if json {
+            if out
+                .write_all(&line)
+                .and_then(|_| out.write_all(b"\n"))
+                .is_err()
+            {
+                return Ok(());
+            }
+            continue;
+        }
+        let r: Route = serde_json::from_slice(&line)?;
+        if r.table != table {
+            table = r.table.clone();
+            buf.push_str(&render::table_header(&table));
+        }
+        render::route(&r, q.detail, &mut buf);
+        if buf.len() > 1 << 16 {
+            // A closed pipe (`... | head`) ends the walk quietly.
+            if out.write_all(buf.as_bytes()).is_err() {
+                return Ok(());
+            }
+            buf.clear();
+        }
+    }
+    let _ = out.write_all(buf.as_bytes());
+    let _ = out.flush();
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(s: &str) -> Vec<String> {
+        s.split_whitespace().map(Into::into).collect()
+    }
+
+    #[test]
+    fn junos_words_parse() {
+        assert_eq!(parse_show(&words("bgp summary")), Ok(Request::Summary));
+        assert_eq!(
+            parse_show(&words("bgp neighbor 10.0.0.1 statistics")),
+            Ok(Request::Neighbor {
+                address: Some("10.0.0.1".into()),
+                statistics: true
+            })
+        );
+        let Ok(Request::Routes(q)) = parse_show(&words(
+            "route 10.0.0.0/8 orlonger table inet.0 rib-sharding shard 1 receive-protocol bgp 10.0.0.1 detail hidden",
+        )) else {
+            panic!()
+        };
+        assert_eq!(q.destination.as_deref(), Some("10.0.0.0/8"));
+        assert_eq!(q.match_type.as_deref(), Some("orlonger"));
+        assert_eq!(q.table.as_deref(), Some("inet.0"));
+        assert_eq!(q.shard, Some(1));
+        assert_eq!(q.receive_protocol.as_deref(), Some("10.0.0.1"));
+        assert!(q.detail && q.hidden);
+        let Ok(Request::Routes(q)) = parse_show(&words("route rib-sharding rs-shard-3")) else {
+            panic!()
+        };
+        assert_eq!(q.shard, Some(3));
+        assert!(parse_show(&words("route longer")).is_err());
+        assert!(parse_show(&words("route 10.0.0.0/8 sideways")).is_err());
+        assert!(parse_show(&words("bgp")).is_err());
+        assert_eq!(
+            parse_clear(&words("bgp neighbor all soft-inbound")),
+            Ok(Request::Clear(ClearRequest {
+                neighbor: "all".into(),
+                mode: Some("soft-inbound".into())
+            }))
+        );
+        assert!(parse_clear(&words("bgp neighbor 10.0.0.1 gently")).is_err());
+        assert_eq!(parse_configure(&words("reload")), Ok(Request::Reload));
+        assert_eq!(
+            query(&RouteRequest {
+                destination: Some("2001:db8::/32".into()),
+                detail: true,
+                ..RouteRequest::default()
+            }),
+            "destination=2001%3Adb8%3A%3A%2F32&detail=true"
+        );
+        assert_eq!(
+            endpoint("127.0.0.1:50179"),
+            Endpoint::Tcp("127.0.0.1:50179".parse().unwrap())
+        );
+        assert_eq!(
+            endpoint("/run/x.sock"),
+            Endpoint::Unix("/run/x.sock".into())
+        );
+    }
+}

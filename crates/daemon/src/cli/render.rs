@@ -1,0 +1,863 @@
+//! The API's replies laid out as Junos prints them (aligned columns, its words), for people;
+//! `--json` gives the replies themselves, for programs.
+
+use ribshard_mgmt::api::*;
+use std::fmt::Write;
+
+/// A duration as Junos prints uptimes: `m:ss`, `h:mm:ss`, `Nd h:mm:ss`.
+pub fn uptime(secs: f64) -> String {
+    let s = secs.max(0.0) as u64;
+    let (d, h, m, sec) = (s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+    if d > 0 {
+        format!("{d}d {h}:{m:02}:{sec:02}")
+    } else if h > 0 {
+        format!("{h}:{m:02}:{sec:02}")
+    } else {
+        format!("{m}:{sec:02}")
+    }
+}
+
+/// A route's age as Junos prints it: `hh:mm:ss`, with days in front past one.
+fn age(secs: u64) -> String {
+    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
+    if d > 0 {
+        format!("{d}d {h:02}:{m:02}:{s:02}")
+    } else {
+        format!("{h:02}:{m:02}:{s:02}")
+    }
+}
+
+/// UNIX seconds as a UTC date and time.
+pub fn date(unix: f64) -> String {
+    let secs = unix.max(0.0) as i64;
+    let days = secs.div_euclid(86400);
+    let rem = secs.rem_euclid(86400);
+    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn seconds(s: f64) -> String {
+    if s >= 1.0 {
+        format!("{s:.3} s")
+    } else {
+        format!("{:.3} ms", s * 1e3)
+    }
+}
+
+/// Junos' short names of states in `show bgp summary`.
+fn short_state(s: &str) -> &str {
+    match s {
+        "Established" => "Establ",
+        other => other,
+    }
+}
+
+fn counts(f: &FamilyPrefixes) -> String {
+    let adv = f.advertised.map_or_else(|| "-".into(), |a| a.to_string());
+    format!("{}/{}/{}/{}", f.active, f.received, f.accepted, adv)
+}
+
+fn threading(t: &Threading) -> String {
+    match t.mode.as_str() {
+        "rib-sharding" => format!(
+            "RIB sharding ({} shards) + update threading ({} threads)",
+            t.shards, t.update_threads
+        ),
+        "update-threading" => format!(
+            "update threading ({} threads), one RIB thread",
+            t.update_threads
+        ),
+        _ => "none (the single-threaded mode: one thread routes and sends)".into(),
+    }
+}
+
+/// `show bgp summary`.
+pub fn summary(s: &Summary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "Threading mode: {}", threading(&s.threading));
+    let _ = writeln!(
+        o,
+        "Groups: {} Peers: {} Down peers: {}",
+        s.groups, s.peers, s.down_peers
+    );
+    let _ = writeln!(o, "{:<14} {:>10} {:>10}", "Table", "Tot Paths", "Act Paths");
+    for t in &s.tables {
+        let _ = writeln!(
+            o,
+            "{:<14} {:>10} {:>10}",
+            t.table, t.total_paths, t.active_paths
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{:<24} {:>10} {:>9} {:>9} {:>6} {:>6} {:>11} State|#Active/Received/Accepted/Advertised",
+        "Peer", "AS", "InPkt", "OutPkt", "OutQ", "Flaps", "Last Up/Dwn"
+    );
+    for n in &s.neighbors {
+        let established = n.state == "Established";
+        let _ = write!(
+            o,
+            "{:<24} {:>10} {:>9} {:>9} {:>6} {:>6} {:>11} {}",
+            n.address,
+            n.peer_as,
+            n.messages_received,
+            n.messages_sent,
+            n.output_queue,
+            n.flaps,
+            uptime(n.state_seconds),
+            short_state(&n.state)
+        );
+        if established {
+            o.push('\n');
+            for f in &n.families {
+                let _ = writeln!(o, "  {}: {}", f.table, counts(f));
+            }
+        } else {
+            o.push('\n');
+        }
+    }
+    o
+}
+
+fn notification(n: &NotificationInfo) -> String {
+    let mut s = n.code_name.clone();
+    match &n.subcode_name {
+        Some(sub) => {
+            let _ = write!(s, " / {sub}");
+        }
+        None => {
+            let _ = write!(s, " / subcode {}", n.subcode);
+        }
+    }
+    if let Some(m) = &n.message {
+        let _ = write!(s, ": \"{m}\"");
+    }
+    let _ = write!(s, " ({})", date(n.at));
+    s
+}
+
+fn endpoint(addr: &Option<String>, port: Option<u16>) -> String {
+    match (addr, port) {
+        (Some(a), Some(p)) => format!("{a}+{p}"),
+        _ => "-".into(),
+    }
+}
+
+/// `show bgp neighbor`.
+pub fn neighbors(v: &[Neighbor]) -> String {
+    let mut o = String::new();
+    for n in v {
+        let _ = writeln!(
+            o,
+            "Peer: {}+{} AS {}   Local: {} AS {}",
+            n.address,
+            n.port,
+            n.peer_as,
+            endpoint(&n.local_address, n.local_port),
+            n.local_as
+        );
+        if !n.description.is_empty() {
+            let _ = writeln!(o, "  Description: {}", n.description);
+        }
+        let _ = writeln!(o, "  Group: {}", n.group);
+        let _ = writeln!(
+            o,
+            "  Type: {:<10} State: {} for {}{}",
+            if n.peer_type == "internal" {
+                "Internal"
+            } else {
+                "External"
+            },
+            n.state,
+            uptime(n.state_seconds),
+            if n.held_down {
+                " (held down by its prefix limit until cleared)"
+            } else {
+                ""
+            }
+        );
+        if let Some(e) = &n.last_error {
+            let _ = writeln!(o, "  Last error: {} ({})", e.message, date(e.at));
+        }
+        if let Some(x) = &n.last_notification_sent {
+            let _ = writeln!(o, "  Last NOTIFICATION sent: {}", notification(x));
+        }
+        if let Some(x) = &n.last_notification_received {
+            let _ = writeln!(o, "  Last NOTIFICATION received: {}", notification(x));
+        }
+        let _ = writeln!(
+            o,
+            "  Remote: {}   Peer ID: {}",
+            endpoint(&n.remote_address, n.remote_port),
+            n.router_id.as_deref().unwrap_or("-")
+        );
+        let t = &n.timers;
+        let _ = writeln!(
+            o,
+            "  Holdtime: {} Active holdtime: {} Keepalive interval: {} Connect retry: {} Send hold time: {}",
+            t.hold_time_configured,
+            t.hold_time.map_or_else(|| "-".into(), |h| h.to_string()),
+            t.keepalive.map_or_else(|| "-".into(), |h| h.to_string()),
+            t.connect_retry,
+            t.send_hold_time
+        );
+        let _ = writeln!(
+            o,
+            "  Number of flaps: {}   Established {} time(s)",
+            n.flaps, n.established_transitions
+        );
+        if let Some(c) = &n.capabilities {
+            let _ = writeln!(o, "  NLRI for this session: {}", c.tables.join(" "));
+            let mut caps = Vec::new();
+            if c.four_octet_as {
+                caps.push("4-octet AS".to_string());
+            }
+            if c.route_refresh {
+                caps.push("route refresh".into());
+            }
+            if c.enhanced_route_refresh {
+                caps.push("enhanced route refresh".into());
+            }
+            if c.extended_message {
+                caps.push("extended message".into());
+            }
+            if !c.add_path_receive.is_empty() {
+                caps.push(format!("add-path receive {}", c.add_path_receive.join(" ")));
+            }
+            if !c.add_path_send.is_empty() {
+                caps.push(format!("add-path send {}", c.add_path_send.join(" ")));
+            }
+            if let Some(g) = &c.graceful_restart {
+                let kept = if g.tables.is_empty() {
+                    "no routes kept".to_string()
+                } else {
+                    format!("keeps {}", g.tables.join(" "))
+                };
+                caps.push(format!(
+                    "graceful restart (restart time {} s, {kept}{})",
+                    g.restart_time,
+                    if g.notification { ", N bit" } else { "" }
+                ));
+            }
+            if let Some(r) = &c.role {
+                caps.push(format!("role {r}"));
+            }
+            let _ = writeln!(o, "  Capabilities: {}", caps.join(", "));
+        }
+        if let Some(g) = &n.update_group {
+            let _ = writeln!(
+                o,
+                "  Update group: {} (index {}), update thread {}",
+                g.name, g.id, g.update_thread
+            );
+        }
+        for f in &n.families {
+            let _ = writeln!(o, "  Table {}", f.table);
+            let _ = writeln!(o, "    Active prefixes:              {}", f.active);
+            let _ = writeln!(o, "    Received prefixes:            {}", f.received);
+            let _ = writeln!(o, "    Accepted prefixes:            {}", f.accepted);
+            let _ = writeln!(
+                o,
+                "    Advertised prefixes:          {}",
+                f.advertised
+                    .map_or_else(|| "(counting)".into(), |a| a.to_string())
+            );
+        }
+        let c = &n.counters;
+        let _ = writeln!(
+            o,
+            "  Input messages:  Total {:<10} Updates {:<10} Refreshes {:<6} Octets {}",
+            c.received.total(),
+            c.received.update,
+            c.received.route_refresh,
+            c.octets_received
+        );
+        let _ = writeln!(
+            o,
+            "  Output messages: Total {:<10} Updates {:<10} Refreshes {:<6} Octets {}",
+            c.sent.total(),
+            c.sent.update,
+            c.sent.route_refresh,
+            c.octets_sent
+        );
+        let _ = writeln!(
+            o,
+            "  Output Queue: {} messages, {} octets",
+            n.statistics.messages_queued, n.statistics.octets_queued
+        );
+        o.push('\n');
+    }
+    o
+}
+
+/// `show bgp neighbor ADDRESS statistics`.
+pub fn neighbor_statistics(v: &[Neighbor]) -> String {
+    let mut o = String::new();
+    for n in v {
+        let s = &n.statistics;
+        let _ = writeln!(o, "Peer: {}+{} AS {}", n.address, n.port, n.peer_as);
+        if let Some(g) = &n.update_group {
+            let _ = writeln!(o, "  Update thread: {}", g.update_thread);
+        }
+        let _ = writeln!(
+            o,
+            "  Write Queue Blocks:            {}",
+            s.write_queue_blocks
+        );
+        let _ = writeln!(
+            o,
+            "  Peer designated a slow writer: {} time(s){}",
+            s.slow_writer,
+            s.last_slow_writer_at
+                .map_or_else(String::new, |t| format!(", last at {}", date(t)))
+        );
+        let _ = writeln!(o, "  Catch-ups after a slow write:  {}", s.catch_ups);
+        let _ = writeln!(
+            o,
+            "  Queued: {} messages, {} octets",
+            s.messages_queued, s.octets_queued
+        );
+        let _ = writeln!(
+            o,
+            "  High-water mark: {} octets (catches up below {})",
+            s.high_water, s.low_water
+        );
+        o.push('\n');
+    }
+    o
+}
+
+/// `show bgp group`.
+pub fn groups(v: &[Group]) -> String {
+    let mut o = String::new();
+    let (mut peers, mut external, mut internal, mut down) = (0, 0, 0, 0);
+    for g in v {
+        let internal_group = g.group_type == "internal";
+        let _ = writeln!(
+            o,
+            "Group Type: {:<13} AS: {:<10} Local AS: {}",
+            if internal_group {
+                "Internal"
+            } else {
+                "External"
+            },
+            g.peer_as
+                .map_or_else(|| "(various)".into(), |a| a.to_string()),
+            g.local_as
+        );
+        let _ = writeln!(o, "Name: {}", g.name);
+        for u in &g.update_groups {
+            let _ = writeln!(
+                o,
+                "Update thread: {}   (update group {}: {} member(s), {} UPDATEs built, {} octets built, {} octets sent)",
+                u.update_thread,
+                u.id,
+                u.members.len(),
+                u.updates_built,
+                u.octets_built,
+                u.octets_sent
+            );
+        }
+        if !g.options.is_empty() {
+            let _ = writeln!(o, "Options: <{}>", g.options.join(" "));
+        }
+        let _ = writeln!(
+            o,
+            "Total peers: {:<9} Established: {}",
+            g.total_peers, g.established
+        );
+        for m in &g.members {
+            let _ = writeln!(o, "{}+{} {}", m.address, m.port, m.state);
+        }
+        for t in &g.tables {
+            let _ = writeln!(o, "{}: {}", t.table, counts(t));
+        }
+        o.push('\n');
+        peers += g.total_peers;
+        down += g.total_peers - g.established;
+        if internal_group {
+            internal += g.total_peers;
+        } else {
+            external += g.total_peers;
+        }
+    }
+    let _ = writeln!(
+        o,
+        "Groups: {}  Peers: {}  External: {}  Internal: {}  Down peers: {}",
+        v.len(),
+        peers,
+        external,
+        internal,
+        down
+    );
+    o
+}
+
+/// `show route summary`.
+pub fn route_summary(s: &RouteSummary) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "Autonomous system number: {}", s.local_as);
+    let _ = writeln!(o, "Router ID: {}\n", s.router_id);
+    let _ = writeln!(o, "Highwater Mark (All time)");
+    let hw = &s.high_water;
+    let _ = writeln!(
+        o,
+        "    RIB unique destination routes: {} at {}",
+        hw.destinations.value,
+        date(hw.destinations.at)
+    );
+    let _ = writeln!(
+        o,
+        "    RIB routes                   : {} at {}\n",
+        hw.routes.value,
+        date(hw.routes.at)
+    );
+    for t in &s.tables {
+        let _ = writeln!(
+            o,
+            "{}: {} destinations, {} routes ({} active), RIB:FIB {:.2}",
+            t.table, t.destinations, t.routes, t.active, t.rib_fib_ratio
+        );
+        for sh in &t.shards {
+            let _ = writeln!(
+                o,
+                "    {}::{}: {} destinations, {} routes ({} active)",
+                sh.thread, t.table, sh.destinations, sh.routes, sh.active
+            );
+        }
+        o.push('\n');
+    }
+    o
+}
+
+/// The lines `show route` prints before a table's routes.
+pub fn table_header(table: &str) -> String {
+    format!("\n{table}:\n+ = Active Route, * = Both\n\n")
+}
+
+fn origin_letter(o: &str) -> &str {
+    match o {
+        "IGP" => "I",
+        "EGP" => "E",
+        _ => "?",
+    }
+}
+
+/// One route of `show route` (`detail`: every attribute, and why the active path won).
+pub fn route(r: &Route, detail: bool, o: &mut String) {
+    if detail {
+        return route_detail(r, o);
+    }
+    let mut first = true;
+    for p in &r.paths {
+        let mark = match p.state.as_str() {
+            "active" => "*",
+            _ => " ",
+        };
+        let head = if first { r.prefix.as_str() } else { "" };
+        first = false;
+        let mut line = format!("{head:<18} {mark}[BGP/170] {}", age(p.age_seconds));
+        if let Some(lp) = p.local_pref {
+            let _ = write!(line, ", localpref {lp}");
+        }
+        if let Some(m) = p.med {
+            let _ = write!(line, ", MED {m}");
+        }
+        let _ = write!(line, ", from {}", p.from);
+        if p.state == "hidden" {
+            line.push_str(" (hidden)");
+        }
+        let _ = writeln!(o, "{line}");
+        let _ = writeln!(
+            o,
+            "{:<22}AS path: {} {}",
+            "",
+            p.as_path,
+            origin_letter(&p.origin)
+        );
+        let _ = writeln!(o, "{:<20}> to {}", "", p.next_hop);
+    }
+}
+
+fn route_detail(r: &Route, o: &mut String) {
+    let active = r.paths.iter().filter(|p| p.state == "active").count();
+    let _ = writeln!(
+        o,
+        "{} (shard rs-shard-{}, {} entries, {} announced)",
+        r.prefix,
+        r.shard,
+        r.paths.len(),
+        active
+    );
+    for p in &r.paths {
+        let mark = if p.state == "active" { "*" } else { " " };
+        let _ = writeln!(o, "        {mark}BGP    Preference: 170");
+        let pad = "                ";
+        let _ = writeln!(o, "{pad}Source: {}", p.from);
+        let _ = writeln!(o, "{pad}Next hop: {}", p.next_hop);
+        let mut state = vec![match p.state.as_str() {
+            "active" => "Active",
+            "hidden" => "Hidden",
+            _ => "NotBest",
+        }];
+        if p.stale {
+            state.push("Stale");
+        }
+        if p.multipath {
+            state.push("Multipath");
+        }
+        let _ = writeln!(o, "{pad}State: <{}>", state.join(" "));
+        let _ = writeln!(
+            o,
+            "{pad}Peer AS: {}  Router ID: {}",
+            p.peer_as, p.peer_router_id
+        );
+        if p.path_id != 0 {
+            let _ = writeln!(o, "{pad}Path ID: {}", p.path_id);
+        }
+        let _ = writeln!(o, "{pad}Age: {}", age(p.age_seconds));
+        let _ = writeln!(
+            o,
+            "{pad}AS path: {} {}",
+            p.as_path,
+            origin_letter(&p.origin)
+        );
+        let _ = writeln!(o, "{pad}Origin: {}", p.origin);
+        if let Some(lp) = p.local_pref {
+            let _ = writeln!(o, "{pad}Localpref: {lp}");
+        }
+        if let Some(m) = p.med {
+            let _ = writeln!(o, "{pad}MED: {m}");
+        }
+        if !p.communities.is_empty() {
+            let _ = writeln!(o, "{pad}Communities: {}", p.communities.join(" "));
+        }
+        if !p.large_communities.is_empty() {
+            let _ = writeln!(
+                o,
+                "{pad}Large communities: {}",
+                p.large_communities.join(" ")
+            );
+        }
+        if let Some(a) = &p.attributes {
+            if !a.extended_communities.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "{pad}Extended communities: {}",
+                    a.extended_communities.join(" ")
+                );
+            }
+            if a.atomic_aggregate {
+                let _ = writeln!(o, "{pad}Atomic aggregate");
+            }
+            if let Some(g) = &a.aggregator {
+                let _ = writeln!(o, "{pad}Aggregator: {g}");
+            }
+            if let Some(id) = &a.originator_id {
+                let _ = writeln!(o, "{pad}Originator ID: {id}");
+            }
+            if !a.cluster_list.is_empty() {
+                let _ = writeln!(o, "{pad}Cluster list: {}", a.cluster_list.join(" "));
+            }
+            if let Some(otc) = a.otc {
+                let _ = writeln!(o, "{pad}Only to customer: {otc}");
+            }
+            for u in &a.unknown {
+                let _ = writeln!(o, "{pad}Unknown attribute: {u}");
+            }
+        }
+        if let Some(reason) = &p.reason {
+            let what = match p.state.as_str() {
+                "active" => "Won over the next best path by",
+                "hidden" => "Hidden reason",
+                _ if reason.in_group => "Inactive reason: Not Best in its group -",
+                _ => "Inactive reason:",
+            };
+            let _ = writeln!(o, "{pad}{what} {}", reason.description);
+        }
+    }
+    o.push('\n');
+}
+
+/// `show thread cpu`.
+pub fn threads(t: &Threads) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<16} {:<8} {:>8} {:>10} {:>6} {:>6} {:>6} {:>12} {:>11}",
+        "Thread", "Kind", "TID", "CPU (s)", "1 s", "10 s", "60 s", "Items", "Longest"
+    );
+    for x in &t.threads {
+        let _ = writeln!(
+            o,
+            "{:<16} {:<8} {:>8} {:>10.2} {:>5.0}% {:>5.0}% {:>5.0}% {:>12} {:>11}",
+            x.name,
+            x.kind,
+            x.tid,
+            x.cpu_seconds,
+            x.share_1s * 100.0,
+            x.share_10s * 100.0,
+            x.share_60s * 100.0,
+            x.items,
+            seconds(x.longest_item_seconds)
+        );
+    }
+    o
+}
+
+/// `show work-queues`.
+pub fn work_queues(w: &WorkQueues) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<18} {:<13} {:>6} {:>9} {:>11} {:>12} {:>12}",
+        "Queue", "Thread", "Depth", "Capacity", "High-water", "Items", "Blocked"
+    );
+    for q in &w.queues {
+        let _ = writeln!(
+            o,
+            "{:<18} {:<13} {:>6} {:>9} {:>11} {:>12} {:>12}",
+            q.kind,
+            q.thread,
+            q.depth,
+            q.capacity,
+            q.high_water,
+            q.items,
+            seconds(q.blocked_seconds)
+        );
+    }
+    let wq = &w.write_queues;
+    let _ = writeln!(
+        o,
+        "\nWrite queues: {} sessions, {} messages / {} octets queued, largest {} octets{}; high-water mark {} octets; {} slow writer(s)",
+        wq.sessions,
+        wq.messages_queued,
+        wq.octets_queued,
+        wq.largest_octets,
+        wq.largest_neighbor
+            .as_ref()
+            .map_or_else(String::new, |n| format!(" ({n})")),
+        wq.high_water,
+        wq.slow_writers
+    );
+    o
+}
+
+fn hist_line(h: &Histogram) -> String {
+    if h.count == 0 {
+        return "none yet".into();
+    }
+    let q = |v: Option<f64>| v.map_or_else(|| "-".into(), |v| format!("<= {}", seconds(v)));
+    format!(
+        "{} batches, p50 {}, p90 {}, p99 {}, mean {}",
+        h.count,
+        q(h.p50_seconds),
+        q(h.p90_seconds),
+        q(h.p99_seconds),
+        seconds(h.sum_seconds / h.count as f64)
+    )
+}
+
+/// `show bgp convergence`.
+pub fn convergence(c: &Convergence) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "Receipt to best path decided: {}", hist_line(&c.decided));
+    let _ = writeln!(o, "Receipt to UPDATE written, per update group:");
+    for g in &c.written {
+        let _ = writeln!(
+            o,
+            "  {:<20} {}",
+            format!("{} ({})", g.group, g.id),
+            hist_line(&g.histogram)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "\n{:<24} {:<24} {:>20} {:>18}",
+        "Neighbor", "Established at", "End-of-RIB received", "Sent to all groups"
+    );
+    for n in &c.neighbors {
+        let _ = writeln!(
+            o,
+            "{:<24} {:<24} {:>20} {:>18}",
+            n.address,
+            date(n.established_at),
+            n.end_of_rib_received_seconds
+                .map_or_else(|| "-".into(), seconds),
+            n.all_groups_seconds
+                .map_or_else(|| "-".into(), |s| format!("+{}", seconds(s)))
+        );
+    }
+    o
+}
+
+pub fn clear(r: &ClearReply) -> String {
+    let mut o = String::new();
+    for n in &r.neighbors {
+        match &n.error {
+            None => {
+                let _ = writeln!(o, "{}: cleared", n.address);
+            }
+            Some(e) => {
+                let _ = writeln!(o, "{}: not cleared: {e}", n.address);
+            }
+        }
+    }
+    o
+}
+
+pub fn reload(r: &ReloadReply) -> String {
+    let mut o = format!("configuration {}\n", r.outcome);
+    for c in &r.changes {
+        let _ = writeln!(o, "  {c}");
+    }
+    for e in &r.errors {
+        let _ = writeln!(o, "{e}");
+    }
+    for n in &r.needs_restart {
+        let _ = writeln!(o, "  not applied until a restart: {n}");
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn times_read_as_in_junos() {
+        assert_eq!(uptime(62.0), "1:02");
+        assert_eq!(uptime(3723.0), "1:02:03");
+        assert_eq!(uptime(90061.0), "1d 1:01:01");
+        assert_eq!(age(3723), "01:02:03");
+        assert_eq!(date(0.0), "1970-01-01 00:00:00 UTC");
+        assert_eq!(date(1_795_467_600.0), "2026-11-23 21:00:00 UTC");
+    }
+
+    /// The layout of `show bgp summary`, to the column.
+    #[test]
+    fn summary_layout() {
+        let s = Summary {
+            local_as: 65000,
+            router_id: "192.0.2.1".into(),
+            threading: Threading {
+                mode: "rib-sharding".into(),
+                shards: 2,
+                update_threads: 2,
+            },
+            groups: 1,
+            peers: 2,
+            down_peers: 1,
+            tables: vec![TablePaths {
+                table: "inet.0".into(),
+                total_paths: 641942,
+                active_paths: 323486,
+            }],
+            neighbors: vec![
+                NeighborSummary {
+                    address: "127.0.0.20".into(),
+                    port: 179,
+                    peer_as: 2497,
+                    group: "up".into(),
+                    state: "Established".into(),
+                    state_seconds: 62.0,
+                    messages_received: 40000,
+                    messages_sent: 3,
+                    output_queue: 0,
+                    flaps: 0,
+                    families: vec![FamilyPrefixes {
+                        table: "inet.0".into(),
+                        received: 321000,
+                        accepted: 321000,
+                        active: 160000,
+                        advertised: Some(2),
+                    }],
+                },
+                NeighborSummary {
+                    address: "127.0.0.21".into(),
+                    port: 179,
+                    peer_as: 4777,
+                    group: "up".into(),
+                    state: "Active".into(),
+                    state_seconds: 5.0,
+                    ..NeighborSummary::default()
+                },
+            ],
+        };
+        let want = "\
+Threading mode: RIB sharding (2 shards) + update threading (2 threads)
+Groups: 1 Peers: 2 Down peers: 1
+Table           Tot Paths  Act Paths
+inet.0             641942     323486
+Peer                             AS     InPkt    OutPkt   OutQ  Flaps Last Up/Dwn State|#Active/Received/Accepted/Advertised
+127.0.0.20                     2497     40000         3      0      0        1:02 Establ
+  inet.0: 160000/321000/321000/2
+127.0.0.21                     4777         0         0      0      0        0:05 Active
+";
+        assert_eq!(summary(&s), want);
+    }
+
+    #[test]
+    fn route_layout() {
+        let r = Route {
+            prefix: "1.0.0.0/24".into(),
+            table: "inet.0".into(),
+            shard: 1,
+            paths: vec![
+                RoutePath {
+                    state: "active".into(),
+                    from: "127.0.0.20".into(),
+                    age_seconds: 65,
+                    next_hop: "198.51.100.1".into(),
+                    as_path: "2497 13335".into(),
+                    origin: "IGP".into(),
+                    reason: Some(Reason {
+                        step: "as-path-length".into(),
+                        description: "AS path".into(),
+                        in_group: false,
+                    }),
+                    ..RoutePath::default()
+                },
+                RoutePath {
+                    state: "inactive".into(),
+                    from: "127.0.0.21".into(),
+                    age_seconds: 65,
+                    next_hop: "198.51.100.2".into(),
+                    as_path: "4777 2516 13335".into(),
+                    origin: "INCOMPLETE".into(),
+                    med: Some(5),
+                    ..RoutePath::default()
+                },
+            ],
+        };
+        let mut o = String::new();
+        route(&r, false, &mut o);
+        let want = "\
+1.0.0.0/24         *[BGP/170] 00:01:05, from 127.0.0.20
+                      AS path: 2497 13335 I
+                    > to 198.51.100.1
+                    [BGP/170] 00:01:05, MED 5, from 127.0.0.21
+                      AS path: 4777 2516 13335 ?
+                    > to 198.51.100.2
+";
+        assert_eq!(o, want);
+        let mut d = String::new();
+        route(&r, true, &mut d);
+        assert!(d.starts_with("1.0.0.0/24 (shard rs-shard-1, 2 entries, 1 announced)\n"));
+        assert!(d.contains("Won over the next best path by AS path"));
+    }
+}

@@ -1,0 +1,93 @@
+//! Lowering: the configuration as the engine takes it (a session's settings, the pipeline's
+//! threads).
+
+use super::{Config, GroupType, Peer};
+use ribshard_engine::negotiate::Routing;
+use ribshard_engine::pipeline::PipelineConfig;
+use ribshard_engine::PeerSettings;
+
+/// The session settings of a neighbor.
+pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
+    PeerSettings {
+        address: p.address,
+        port: p.port,
+        local_address: p.local_address,
+        local_as: p.local_as,
+        peer_as: p.peer_as,
+        router_id: c.router_id,
+        internal: p.group_type == GroupType::Internal,
+        hold_time: p.hold_time,
+        connect_retry_time: p.connect_retry_time,
+        send_hold_time: p.send_hold_time,
+        passive: p.passive,
+        authentication_key: p.authentication_key.clone(),
+        ttl_security: p.ttl_security,
+        multihop: p.multihop,
+        families: p.families.clone(),
+        prefix_limits: p
+            .prefix_limits
+            .map(|l| l.map(|l| (l.maximum, l.teardown, l.idle_timeout))),
+        role: p.role,
+        add_path_receive: p.add_path_receive,
+        add_path_send: p.add_path_send,
+        description: p
+            .description
+            .clone()
+            .unwrap_or_else(|| format!("{} in group {}", p.address, p.group)),
+        routing: Routing {
+            group: p.group.clone(),
+            import_accept: accepts(&p.import),
+            export_accept: accepts(&p.export),
+            cluster: p.cluster,
+            cluster_ids: c
+                .peers
+                .iter()
+                .filter_map(|q| q.cluster)
+                .map(u32::from)
+                .collect(),
+            route_server_client: p.route_server_client,
+            next_hop_self: p.next_hop_self,
+            loops: p.loops,
+            global_as: c.local_as,
+            local_as_private: p.local_as_private,
+            no_prepend_global_as: p.no_prepend_global_as,
+        },
+    }
+}
+
+/// Evaluates a policy chain of the built-in policies: the first of "accept" and "reject"
+/// decides; an empty chain rejects.
+fn accepts(chain: &[String]) -> bool {
+    chain
+        .iter()
+        .find_map(|p| match p.as_str() {
+            "accept" => Some(true),
+            "reject" => Some(false),
+            _ => None,
+        })
+        .unwrap_or(false)
+}
+
+/// The pipeline's threads as configured: 0 shards is one RIB thread.
+pub fn pipeline_config(c: &Config) -> PipelineConfig {
+    PipelineConfig {
+        shards: (c.threading.shards as usize).max(1),
+        update_threads: c.threading.update_threads as usize,
+        options: c.path_selection,
+        write_queue: ribshard_adjout::WriteQueueLimits::new(
+            usize::try_from(c.threading.write_queue_high_water).unwrap_or(usize::MAX),
+        ),
+    }
+}
+
+/// (shards, update threads) as the pipeline runs them: 0 shards is one RIB thread, and
+/// without update threads there is one shard.
+pub fn threads_of(c: &Config) -> (usize, usize) {
+    let u = c.threading.update_threads as usize;
+    let s = if u == 0 {
+        1
+    } else {
+        (c.threading.shards as usize).max(1)
+    };
+    (s, u)
+}

@@ -1,0 +1,528 @@
+//! The management API's requests and replies. Field names are stable: they are the API
+//! (docs/API.md shows every reply); add fields, never rename or remove them.
+//!
+//! Times are UNIX seconds (`*_at`) or durations in seconds (`*_seconds`); tables are named as
+//! Junos names them (`inet.0`, `inet6.0`).
+
+use serde::{Deserialize, Serialize};
+
+/// `GET /v1/bgp/summary` (Junos `show bgp summary`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub local_as: u32,
+    pub router_id: String,
+    pub threading: Threading,
+    pub groups: usize,
+    pub peers: usize,
+    pub down_peers: usize,
+    pub tables: Vec<TablePaths>,
+    pub neighbors: Vec<NeighborSummary>,
+}
+
+/// The pipeline's threads.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Threading {
+    /// `rib-sharding` (shards and update threads), `update-threading` (update threads, one
+    /// RIB thread) or `none` (the single-threaded mode).
+    pub mode: String,
+    pub shards: usize,
+    pub update_threads: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TablePaths {
+    pub table: String,
+    pub total_paths: u64,
+    pub active_paths: u64,
+}
+
+/// Prefix counts of one neighbor in one table (Junos "Active/Received/Accepted").
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FamilyPrefixes {
+    pub table: String,
+    /// Paths in the Adj-RIB-In.
+    pub received: u64,
+    /// Of those, paths import policy accepts that do not loop.
+    pub accepted: u64,
+    /// Best paths learned from the neighbor.
+    pub active: u64,
+    /// Prefixes its update group advertises to it; absent while still being counted.
+    pub advertised: Option<u64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighborSummary {
+    pub address: String,
+    pub port: u16,
+    pub peer_as: u32,
+    pub group: String,
+    /// The RFC 4271 state: `Idle`, `Connect`, `Active`, `OpenSent`, `OpenConfirm`,
+    /// `Established`.
+    pub state: String,
+    /// Seconds in that state (Junos "Last Up/Dwn").
+    pub state_seconds: f64,
+    pub messages_received: u64,
+    pub messages_sent: u64,
+    /// Messages waiting to be written to the socket (Junos "OutQ").
+    pub output_queue: u64,
+    pub flaps: u64,
+    pub families: Vec<FamilyPrefixes>,
+}
+
+/// `GET /v1/bgp/neighbors[?address=A]` (Junos `show bgp neighbor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Neighbor {
+    pub address: String,
+    pub port: u16,
+    pub peer_as: u32,
+    pub local_as: u32,
+    pub group: String,
+    pub description: String,
+    /// `internal` or `external`.
+    pub peer_type: String,
+    pub state: String,
+    pub state_seconds: f64,
+    /// The neighbor's BGP identifier, once its OPEN arrived.
+    pub router_id: Option<String>,
+    pub local_address: Option<String>,
+    pub local_port: Option<u16>,
+    pub remote_address: Option<String>,
+    pub remote_port: Option<u16>,
+    pub timers: Timers,
+    /// What both OPENs agreed, while Established.
+    pub capabilities: Option<Capabilities>,
+    pub last_error: Option<LastError>,
+    pub last_notification_sent: Option<NotificationInfo>,
+    pub last_notification_received: Option<NotificationInfo>,
+    pub counters: MessageCounters,
+    pub flaps: u64,
+    pub established_transitions: u64,
+    pub families: Vec<FamilyPrefixes>,
+    pub update_group: Option<UpdateGroupRef>,
+    /// Torn down by its prefix limit and held down until cleared.
+    pub held_down: bool,
+    pub statistics: NeighborStatistics,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Timers {
+    pub hold_time_configured: u16,
+    /// Negotiated (the smaller of both OPENs'), while Established.
+    pub hold_time: Option<u16>,
+    pub keepalive: Option<u16>,
+    pub connect_retry: u16,
+    pub send_hold_time: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Capabilities {
+    pub tables: Vec<String>,
+    pub four_octet_as: bool,
+    pub route_refresh: bool,
+    pub enhanced_route_refresh: bool,
+    pub extended_message: bool,
+    pub add_path_receive: Vec<String>,
+    pub add_path_send: Vec<String>,
+    pub graceful_restart: Option<GracefulRestart>,
+    /// The neighbor's BGP role (RFC 9234).
+    pub role: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GracefulRestart {
+    pub restart_time: u16,
+    pub tables: Vec<String>,
+    /// RFC 8538: a NOTIFICATION (other than Hard Reset) keeps its routes too.
+    pub notification: bool,
+}
+
+/// Why the session last went down or could not come up.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LastError {
+    pub at: f64,
+    /// A stable name: `notification-received`, `connection-closed`, `connection-lost`,
+    /// `connect-failed`, `hold-timer-expired`, `send-hold-timer-expired`, `bad-header`,
+    /// `bad-message`, `open-refused`, `malformed-update`, `prefix-limit`, `stopped`.
+    pub kind: String,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NotificationInfo {
+    pub at: f64,
+    pub code: u8,
+    pub subcode: u8,
+    pub code_name: String,
+    pub subcode_name: Option<String>,
+    /// The RFC 9003 shutdown communication, if it carries one.
+    pub message: Option<String>,
+    /// The data, as hex.
+    pub data: String,
+}
+
+/// Messages per type, both ways, over the session's life.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageCounters {
+    pub received: MessageTypes,
+    pub sent: MessageTypes,
+    pub octets_received: u64,
+    pub octets_sent: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MessageTypes {
+    pub open: u64,
+    pub update: u64,
+    pub notification: u64,
+    pub keepalive: u64,
+    pub route_refresh: u64,
+}
+
+impl MessageTypes {
+    pub fn total(&self) -> u64 {
+        self.open + self.update + self.notification + self.keepalive + self.route_refresh
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateGroupRef {
+    pub id: u32,
+    pub name: String,
+    /// The update thread serving the group (`rs-update-N`), or `rs-shard-0` when update
+    /// threading is off.
+    pub update_thread: String,
+}
+
+/// Junos `show bgp neighbor ADDRESS statistics`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighborStatistics {
+    /// Batches held back because the write queue was past the high-water mark, plus
+    /// messages of the session's own the queue had no room for.
+    pub write_queue_blocks: u64,
+    /// Times designated a slow writer (split from its update group), and the last time.
+    pub slow_writer: u64,
+    pub last_slow_writer_at: Option<f64>,
+    /// Catch-ups after being a slow writer.
+    pub catch_ups: u64,
+    pub octets_queued: u64,
+    pub messages_queued: u64,
+    pub high_water: u64,
+    pub low_water: u64,
+}
+
+/// `GET /v1/bgp/groups[?name=N]` (Junos `show bgp group`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Group {
+    pub name: String,
+    /// `internal` or `external`.
+    pub group_type: String,
+    pub local_as: u32,
+    /// The neighbors' AS when they share one.
+    pub peer_as: Option<u32>,
+    pub options: Vec<String>,
+    pub total_peers: usize,
+    pub established: usize,
+    pub members: Vec<GroupMember>,
+    pub update_groups: Vec<UpdateGroupInfo>,
+    pub tables: Vec<FamilyPrefixes>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupMember {
+    pub address: String,
+    pub port: u16,
+    pub state: String,
+}
+
+/// An update group: the members of a configured group that share everything export needs,
+/// encoded for once.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateGroupInfo {
+    pub id: u32,
+    pub update_thread: String,
+    pub members: Vec<String>,
+    pub updates_built: u64,
+    pub octets_built: u64,
+    pub prefixes_advertised: u64,
+    pub prefixes_withdrawn: u64,
+    pub octets_sent: u64,
+}
+
+/// `GET /v1/routes/summary` (Junos `show route summary`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteSummary {
+    pub local_as: u32,
+    pub router_id: String,
+    pub tables: Vec<TableSummary>,
+    pub high_water: HighWater,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableSummary {
+    pub table: String,
+    pub destinations: u64,
+    pub routes: u64,
+    pub active: u64,
+    /// Paths per prefix (Junos "RIB:FIB ratio").
+    pub rib_fib_ratio: f64,
+    pub shards: Vec<ShardTable>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ShardTable {
+    pub shard: usize,
+    /// The shard's thread (`rs-shard-N`).
+    pub thread: String,
+    pub destinations: u64,
+    pub routes: u64,
+    pub active: u64,
+}
+
+/// The most the RIB has held since the daemon started, sampled every second.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct HighWater {
+    pub destinations: Mark,
+    pub routes: Mark,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Mark {
+    pub value: u64,
+    pub at: f64,
+}
+
+/// The query of `GET /v1/routes` (Junos `show route ...`), as URL query parameters.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct RouteRequest {
+    /// A prefix, or an address (its longest match).
+    pub destination: Option<String>,
+    /// With a prefix: `exact` (default), `longer` or `orlonger`.
+    #[serde(rename = "match")]
+    pub match_type: Option<String>,
+    /// `inet.0` or `inet6.0`; both without it.
+    pub table: Option<String>,
+    /// Only this shard's part of the table (Junos `rib-sharding`).
+    pub shard: Option<usize>,
+    /// Only the paths received from this neighbor (Junos `receive-protocol bgp`).
+    pub receive_protocol: Option<String>,
+    /// What is advertised to this neighbor, as it is sent (Junos `advertising-protocol bgp`).
+    pub advertising_protocol: Option<String>,
+    /// Every attribute, and why the active path won.
+    pub detail: bool,
+    /// Paths that are never chosen (loops, rejected by import policy) too.
+    pub hidden: bool,
+}
+
+/// One line of `GET /v1/routes` (JSON lines): a prefix with its paths.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Route {
+    pub prefix: String,
+    pub table: String,
+    pub shard: usize,
+    pub paths: Vec<RoutePath>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RoutePath {
+    /// `active`, `inactive` or `hidden`.
+    pub state: String,
+    /// For an active path: the decision step that separated it from the runner-up. For an
+    /// inactive one: the step it lost at. For a hidden one: why it is never chosen.
+    pub reason: Option<Reason>,
+    /// In the active path's equal-cost set (multipath).
+    pub multipath: bool,
+    pub stale: bool,
+    pub from: String,
+    pub peer_as: u32,
+    pub peer_router_id: String,
+    pub path_id: u32,
+    pub age_seconds: u64,
+    pub next_hop: String,
+    pub as_path: String,
+    pub origin: String,
+    pub local_pref: Option<u32>,
+    pub med: Option<u32>,
+    pub communities: Vec<String>,
+    pub large_communities: Vec<String>,
+    /// With `detail` (or `advertising-protocol`): the rest of the attributes.
+    pub attributes: Option<Attributes>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Reason {
+    /// A stable name (`local-preference`, `as-path-length`, ..., `loop`, `rejected`).
+    pub step: String,
+    /// Junos' words for it.
+    pub description: String,
+    /// Lost within its neighbor AS first (deterministic MED: "Not Best in its group").
+    pub in_group: bool,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Attributes {
+    pub extended_communities: Vec<String>,
+    pub atomic_aggregate: bool,
+    pub aggregator: Option<String>,
+    pub originator_id: Option<String>,
+    pub cluster_list: Vec<String>,
+    /// RFC 9234 Only to Customer.
+    pub otc: Option<u32>,
+    /// Attributes carried without being interpreted: type code and value as hex.
+    pub unknown: Vec<String>,
+}
+
+/// `GET /v1/threads` (Quagga `show thread cpu`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Threads {
+    pub threads: Vec<ThreadInfo>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ThreadInfo {
+    /// The OS thread name (`top -H` shows it).
+    pub name: String,
+    pub tid: i32,
+    /// `session`, `shard`, `update`, `ticker`, `main`, or `other`.
+    pub kind: String,
+    pub cpu_seconds: f64,
+    /// Share of one CPU over the last 1, 10 and 60 seconds (0 to 1).
+    pub share_1s: f64,
+    pub share_10s: f64,
+    pub share_60s: f64,
+    /// Work items done (messages for pipeline threads, wake-ups for session workers).
+    pub items: u64,
+    pub longest_item_seconds: f64,
+}
+
+/// `GET /v1/work-queues` (Quagga `show work-queues`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WorkQueues {
+    pub queues: Vec<QueueInfo>,
+    pub write_queues: WriteQueues,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct QueueInfo {
+    /// `session-to-shard` or `shard-to-update`.
+    pub kind: String,
+    /// The receiving thread.
+    pub thread: String,
+    pub depth: u64,
+    pub capacity: u64,
+    pub high_water: u64,
+    pub items: u64,
+    /// Time senders waited for room.
+    pub blocked_seconds: f64,
+}
+
+/// Every member's write queue, summarised.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WriteQueues {
+    pub sessions: usize,
+    pub messages_queued: u64,
+    pub octets_queued: u64,
+    pub largest_octets: u64,
+    pub largest_neighbor: Option<String>,
+    pub high_water: u64,
+    /// Members split from their update group right now.
+    pub slow_writers: usize,
+}
+
+/// `GET /v1/bgp/convergence`.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Convergence {
+    /// From an UPDATE's receipt to its best paths decided.
+    pub decided: Histogram,
+    /// Per update group: from an UPDATE's receipt to what it changed being encoded and
+    /// queued for the group's members.
+    pub written: Vec<GroupHistogram>,
+    pub neighbors: Vec<NeighborConvergence>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Histogram {
+    /// Cumulative counts per upper bound, seconds (Prometheus buckets).
+    pub buckets: Vec<Bucket>,
+    pub count: u64,
+    pub sum_seconds: f64,
+    /// Upper bounds of the buckets holding these quantiles.
+    pub p50_seconds: Option<f64>,
+    pub p90_seconds: Option<f64>,
+    pub p99_seconds: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Bucket {
+    /// `+Inf` is the largest finite float here.
+    pub le: f64,
+    pub count: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupHistogram {
+    pub group: String,
+    pub id: u32,
+    pub histogram: Histogram,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighborConvergence {
+    pub address: String,
+    pub established_at: f64,
+    /// From Established to the End-of-RIB of every family received.
+    pub end_of_rib_received_seconds: Option<f64>,
+    /// From there to each update group having sent everything before it.
+    pub groups: Vec<GroupTime>,
+    /// From there to the last group; absent until every group has.
+    pub all_groups_seconds: Option<f64>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct GroupTime {
+    pub group: String,
+    pub id: u32,
+    pub seconds: f64,
+}
+
+/// `POST /v1/bgp/clear` (Junos `clear bgp neighbor`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClearRequest {
+    /// An address, or `all`.
+    pub neighbor: String,
+    /// `hard` (default), `soft` or `soft-inbound`.
+    #[serde(default)]
+    pub mode: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClearReply {
+    pub neighbors: Vec<Cleared>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Cleared {
+    pub address: String,
+    /// `null` when done; else why not.
+    pub error: Option<String>,
+}
+
+/// `POST /v1/configure/reload`: what SIGHUP does.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ReloadReply {
+    /// `applied`, `unchanged` or `rejected` (errors in the file: nothing changed).
+    pub outcome: String,
+    /// Every error as `file:line: key: reason`.
+    pub errors: Vec<String>,
+    /// What changed, in words.
+    pub changes: Vec<String>,
+    /// Changes that wait for a restart.
+    pub needs_restart: Vec<String>,
+}
+
+/// An error reply: HTTP status 400 (a bad request), 403 (read-only), 404 (no such
+/// neighbor, group or route) or 500.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ErrorReply {
+    pub error: String,
+}
