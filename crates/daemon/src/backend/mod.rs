@@ -666,14 +666,20 @@ impl Backend for Api {
     }
 
     async fn convergence(&self) -> Convergence {
+        let updates = self.0.pipeline.update_stats().await;
         let t = self.0.pipeline.telemetry();
         let live = self.0.live.read().await;
         let written = t.written_snapshot();
         let group_name = |id: u32| {
-            written
+            let running = updates
                 .iter()
-                .find(|(g, _, _)| *g == id)
-                .map_or_else(|| format!("update group {id}"), |(_, n, _)| n.clone())
+                .flat_map(|u| &u.groups)
+                .find(|g| g.group == id);
+            match (running, written.iter().find(|(g, _, _)| *g == id)) {
+                (Some(g), _) => g.name.clone(),
+                (None, Some((_, n, _))) => n.clone(),
+                (None, None) => format!("update group {id}"),
+            }
         };
         let groups_now = self.0.pipeline.groups();
         let neighbors = t

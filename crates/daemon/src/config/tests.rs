@@ -251,3 +251,35 @@ fn local_as_options() {
         )]
     );
 }
+
+#[test]
+fn management_defaults_and_errors() {
+    let neighbor = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
+                    [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n";
+    let c = load_str(&format!("{HEAD}{neighbor}")).unwrap();
+    assert_eq!(
+        c.management,
+        Management {
+            socket: DEFAULT_SOCKET.into(),
+            listen: vec![],
+            read_only: true,
+            metrics: None,
+        }
+    );
+    let c = load_str(&format!(
+        "{HEAD}{neighbor}[management]\nsocket = \"/tmp/x.sock\"\nlisten = [\"127.0.0.1:50179\"]\n\
+         read-only = false\nmetrics = \"127.0.0.1:9179\"\n"
+    ))
+    .unwrap();
+    assert_eq!(c.management.socket, std::path::PathBuf::from("/tmp/x.sock"));
+    assert!(!c.management.read_only);
+    assert_eq!(
+        c.management.metrics,
+        Some("127.0.0.1:9179".parse().unwrap())
+    );
+    let e = errors(&format!("{HEAD}{neighbor}[management]\nsocket = \"\"\n"));
+    assert_eq!(e.len(), 1);
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(11), "management.socket"));
+    let e = errors(&format!("{HEAD}{neighbor}[management]\nsockets = \"/x\"\n"));
+    assert_eq!((e[0].0, e[0].1.as_str()), (Some(11), "management.sockets"));
+}
