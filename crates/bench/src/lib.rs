@@ -15,5 +15,6 @@ pub mod chart;
 pub mod dut;
 pub mod report;
 pub mod scenario;
+pub mod show;
 pub mod speaker;
 pub mod table;

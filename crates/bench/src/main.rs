@@ -45,6 +45,14 @@ enum Command {
         common: Common,
         #[command(flatten)]
         sizes: Sizes,
+        /// A client loops `show route` and `show bgp summary` while routes flow (ribshard,
+        /// BIRD: `birdc show route` and `show protocols`).
+        #[arg(long)]
+        show_load: bool,
+        /// Once converged, time the whole table through the daemon's CLI with every
+        /// attribute (ribshard `show route detail`, `birdc show route all`).
+        #[arg(long)]
+        time_show: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -126,6 +134,8 @@ fn main() -> ExitCode {
             json,
             common,
             sizes,
+            show_load,
+            time_show,
         } => {
             let opts = Options {
                 scenario,
@@ -140,6 +150,8 @@ fn main() -> ExitCode {
                 work_dir: common.work,
                 port: common.port,
                 seed: common.seed,
+                show_load,
+                time_show,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

@@ -93,6 +93,10 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         max_keepalive_gap_s: None,
         hold_time_s: 0,
         date: String::new(),
+        show_loops: None,
+        show_route_s: None,
+        show_route_octets: None,
+        show_route_lines: None,
     }
 }
 
@@ -198,6 +202,8 @@ pub fn run_matrix<E>(
                 work_dir: m.work_dir.clone(),
                 port: m.port,
                 seed: m.seed,
+                show_load: false,
+                time_show: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

@@ -110,6 +110,10 @@ pub struct Options {
     pub work_dir: PathBuf,
     pub port: u16,
     pub seed: u64,
+    /// A client loops `show route` and `show bgp summary` during the timed phase.
+    pub show_load: bool,
+    /// Once converged, the whole table through the daemon's CLI is timed.
+    pub time_show: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +171,14 @@ pub struct RunResult {
     pub max_keepalive_gap_s: Option<f64>,
     pub hold_time_s: u16,
     pub date: String,
+    /// `--show-load`: loops of `show route` and `show bgp summary` done during the timed
+    /// phase.
+    pub show_loops: Option<u64>,
+    /// `--time-show`: the whole table through the CLI with every attribute (ribshard `show
+    /// route detail`, BIRD `birdc show route all`), median of three: seconds, octets, lines.
+    pub show_route_s: Option<f64>,
+    pub show_route_octets: Option<u64>,
+    pub show_route_lines: Option<u64>,
 }
 
 /// The neighbors, what each announces, and what each receiver must hold.
@@ -737,9 +749,15 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     let quiet = Duration::from_millis(if opts.quick { 1500 } else { 3000 });
     let timeout = Duration::from_secs(if opts.quick { 120 } else { 1800 });
 
+    let load = if opts.show_load {
+        crate::show::commands(dut, false).map(|(r, s)| crate::show::Load::start(r, s))
+    } else {
+        None
+    };
     let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
     let clock = Clock { t0, quiet, timeout };
     let mut phase = timed_phase(plan, &sessions, &senders, &receivers, clock, dut)?;
+    let show_loops = load.map(crate::show::Load::stop);
     let (mut cpu, mut gen) = (
         dut.cpu_seconds() - cpu0,
         crate::dut::own_cpu_seconds() - gen0,
@@ -866,6 +884,19 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             lagging.unwrap_or_else(|| "every receiver is whole; the senders did not finish".into())
         ))
     };
+    let shown = if opts.time_show && phase.converged {
+        crate::show::commands(dut, true).and_then(|(route, _)| crate::show::time(&route, 3))
+    } else {
+        None
+    };
+    // For a look at the converged daemon by hand (profiling, show commands).
+    if let Some(secs) = std::env::var("RIBSHARD_BENCH_HOLD")
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+    {
+        tracing::warn!(dir = %dut.dir.display(), secs, "holding the converged daemon");
+        std::thread::sleep(Duration::from_secs(secs));
+    }
     for s in sessions.into_iter().flatten() {
         s.close(false);
     }
@@ -901,6 +932,10 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         max_keepalive_gap_s: churn.as_ref().map(|c| c.2),
         hold_time_s: plan.topo.hold,
         date: today(),
+        show_loops,
+        show_route_s: shown.map(|s| s.0),
+        show_route_octets: shown.map(|s| s.1),
+        show_route_lines: shown.map(|s| s.2),
     };
     Ok((r, base_rss))
 }

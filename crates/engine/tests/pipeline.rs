@@ -873,6 +873,7 @@ fn route_walks_are_sorted_chunked_and_survive_a_reshard() {
         max_paths: 100,
         filter: PathFilter::default(),
         advertised: None,
+        render: None,
     };
     let mut walk = p.walk_routes(
         query(Selection::Table(Family::Ipv4Unicast, Within::All)),

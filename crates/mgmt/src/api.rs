@@ -312,6 +312,9 @@ pub struct RouteRequest {
     pub detail: bool,
     /// Paths that are never chosen (loops, rejected by import policy) too.
     pub hidden: bool,
+    /// `json` (default): JSON lines, one [`Route`] a line. `text`: the CLI's layout (Junos'),
+    /// rendered by the daemon so the whole table streams without a client decoding it.
+    pub format: Option<String>,
 }
 
 /// One line of `GET /v1/routes` (JSON lines): a prefix with its paths.

@@ -122,6 +122,22 @@ impl Client {
         Ok(serde_json::from_slice(&bytes)?)
     }
 
+    /// A reply copied to `out` as it arrives; stops quietly when `out` is closed (a pipe
+    /// into `head`).
+    pub async fn copy(&self, path: &str, out: &mut impl std::io::Write) -> Result<(), ClientError> {
+        let resp = self.request(Method::GET, path, None).await?;
+        let mut body = resp.into_body();
+        while let Some(f) = body.frame().await {
+            if let Ok(data) = f?.into_data() {
+                if out.write_all(&data).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+        let _ = out.flush();
+        Ok(())
+    }
+
     /// A reply of JSON lines, read as it arrives.
     pub async fn lines(&self, path: &str) -> Result<Lines, ClientError> {
         let resp = self.request(Method::GET, path, None).await?;

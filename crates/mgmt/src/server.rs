@@ -3,8 +3,8 @@
 //! the server only routes, encodes and streams.
 
 use crate::api::{
-    ClearReply, ClearRequest, Convergence, ErrorReply, Group, Neighbor, ReloadReply, Route,
-    RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
+    ClearReply, ClearRequest, Convergence, ErrorReply, Group, Neighbor, ReloadReply, RouteRequest,
+    RouteSummary, Summary, Threads, WorkQueues,
 };
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -65,12 +65,13 @@ pub trait Backend: Send + Sync + 'static {
         name: Option<String>,
     ) -> impl Future<Output = Result<Vec<Group>, ApiError>> + Send;
     fn route_summary(&self) -> impl Future<Output = RouteSummary> + Send;
-    /// Routes in order, a chunk per message; the channel is bounded, so a slow reader slows
-    /// the walk instead of letting it pile up.
+    /// Routes in order, rendered in the request's format ([`RouteRequest::format`]), a chunk
+    /// per message; the channel is bounded, so a slow reader slows the walk instead of
+    /// letting it pile up.
     fn routes(
         &self,
         q: RouteRequest,
-    ) -> impl Future<Output = Result<mpsc::Receiver<Vec<Route>>, ApiError>> + Send;
+    ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
     fn threads(&self) -> impl Future<Output = Threads> + Send;
     fn work_queues(&self) -> impl Future<Output = WorkQueues> + Send;
     fn convergence(&self) -> impl Future<Output = Convergence> + Send;
@@ -245,27 +246,26 @@ async fn route_summary<B: Backend>(State(s): State<AppState<B>>) -> Json<RouteSu
     Json(s.backend.route_summary().await)
 }
 
-/// JSON lines, one route a line, written as the walk goes.
+/// JSON lines (one route a line) or the CLI's text, written as the walk goes.
 async fn routes<B: Backend>(
     State(s): State<AppState<B>>,
     Query(q): Query<RouteRequest>,
 ) -> Result<Response, ApiError> {
+    let kind = match q.format.as_deref() {
+        None | Some("json") => "application/x-ndjson",
+        Some("text") => "text/plain; charset=utf-8",
+        Some(f) => {
+            return Err(ApiError::BadRequest(format!(
+                "format {f}: one of json, text"
+            )))
+        }
+    };
     let rx = s.backend.routes(q).await?;
     let stream = futures_util::stream::unfold(rx, |mut rx| async move {
         let chunk = rx.recv().await?;
-        let mut buf = Vec::with_capacity(chunk.len() * 256);
-        for r in &chunk {
-            if serde_json::to_writer(&mut buf, r).is_ok() {
-                buf.push(b'\n');
-            }
-        }
-        Some((Ok::<Bytes, io::Error>(Bytes::from(buf)), rx))
+        Some((Ok::<Bytes, io::Error>(chunk), rx))
     });
-    Ok((
-        [(header::CONTENT_TYPE, "application/x-ndjson")],
-        Body::from_stream(stream),
-    )
-        .into_response())
+    Ok(([(header::CONTENT_TYPE, kind)], Body::from_stream(stream)).into_response())
 }
 
 async fn threads<B: Backend>(State(s): State<AppState<B>>) -> Json<Threads> {

@@ -237,12 +237,20 @@ impl<V> PrefixMap<V> {
 
     /// The IPv4 entries by their 64-bit keys (address << 8 | length, which order as their
     /// prefixes do), or the IPv6 ones by prefix: a family's entries for a sorted selection.
-    pub(crate) fn v4_entries(&self) -> impl Iterator<Item = (u64, &V)> {
-        self.v4.iter().map(|(k, v)| (*k, v))
+    pub(crate) fn v4_entries(&self) -> impl Iterator<Item = (Handle, u64, &V)> {
+        self.v4
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|(k, v)| (Handle::v4(i as u32), *k, v)))
     }
 
-    pub(crate) fn v6_entries(&self) -> impl Iterator<Item = (Prefix, &V)> {
-        self.v6.iter().map(|(p, v)| (*p, v))
+    pub(crate) fn v6_entries(&self) -> impl Iterator<Item = (Handle, Prefix, &V)> {
+        self.v6
+            .entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.as_ref().map(|(p, v)| (Handle::v6(i as u32), *p, v)))
     }
 
     #[inline]
@@ -271,6 +279,15 @@ impl<V> PrefixMap<V> {
         match h.at() {
             Ok(at) => self.v4.get(at).map(|(_, v)| v),
             Err(at) => self.v6.get(at).map(|(_, v)| v),
+        }
+    }
+
+    /// The prefix and entry at a handle, read only.
+    #[inline]
+    pub(crate) fn at_with_key(&self, h: Handle) -> Option<(Prefix, &V)> {
+        match h.at() {
+            Ok(at) => self.v4.get(at).map(|(k, v)| (v4_prefix(*k), v)),
+            Err(at) => self.v6.get(at).map(|(p, v)| (*p, v)),
         }
     }
 

@@ -230,7 +230,7 @@ proptest! {
         let mut want = vec![[PeerCounts::default(); 2]; 4];
         let mut family = FamilyCounts::default();
         for prefix in 0..6u32 {
-            let Some(v) = s.route(&p(prefix), PathFilter { peer: None, hidden: true }) else {
+            let Some(v) = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: true }) else {
                 continue;
             };
             family.prefixes += 1;

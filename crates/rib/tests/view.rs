@@ -77,7 +77,11 @@ fn a_route_names_why_each_path_lost() {
         }],
     );
     s.drain_changes();
-    let v = s.route(&p, PathFilter::default()).unwrap();
+    let explain = PathFilter {
+        explain: true,
+        ..PathFilter::default()
+    };
+    let v = s.route(&p, explain).unwrap();
     let states: Vec<(u32, PathState)> = v.paths.iter().map(|x| (x.path.peer, x.state)).collect();
     assert_eq!(
         states,
@@ -91,14 +95,14 @@ fn a_route_names_why_each_path_lost() {
             (
                 2,
                 PathState::Inactive {
-                    step: Step::Med,
+                    step: Some(Step::Med),
                     in_group: true
                 }
             ),
             (
                 1,
                 PathState::Inactive {
-                    step: Step::AsPathLength,
+                    step: Some(Step::AsPathLength),
                     in_group: false
                 }
             ),
@@ -111,6 +115,7 @@ fn a_route_names_why_each_path_lost() {
             PathFilter {
                 peer: None,
                 hidden: true,
+                explain: true,
             },
         )
         .unwrap();
@@ -130,6 +135,7 @@ fn a_route_names_why_each_path_lost() {
             PathFilter {
                 peer: Some(1),
                 hidden: false,
+                explain: false,
             },
         )
         .unwrap();
@@ -166,10 +172,18 @@ fn selections_are_sorted_chunks_and_cover_the_table_once() {
     s.drain_changes();
     all.sort();
     all.dedup();
+    let select = |s: &Shard, f, after: Option<&Prefix>, within, n| -> Vec<Prefix> {
+        let chosen = s.select(f, after, within, n);
+        // Each comes with where it is: the same route, found without a lookup.
+        for (p, at) in &chosen {
+            assert_eq!(s.route_at(*at, PathFilter::default()).unwrap().prefix, *p);
+        }
+        chosen.into_iter().map(|(p, _)| p).collect()
+    };
     let mut walked = Vec::new();
     let mut after = None;
     loop {
-        let chunk = s.select(Family::Ipv4Unicast, after.as_ref(), Within::All, 77);
+        let chunk = select(&s, Family::Ipv4Unicast, after.as_ref(), Within::All, 77);
         if chunk.is_empty() {
             break;
         }
@@ -179,7 +193,7 @@ fn selections_are_sorted_chunks_and_cover_the_table_once() {
     }
     assert_eq!(walked, all);
     assert_eq!(
-        s.select(Family::Ipv6Unicast, None, Within::All, 10),
+        select(&s, Family::Ipv6Unicast, None, Within::All, 10),
         [pfx("2001:db8::/32"), pfx("2001:db8:1::/48")]
     );
     // longer / orlonger.
@@ -198,11 +212,23 @@ fn selections_are_sorted_chunks_and_cover_the_table_once() {
         or_equal,
     };
     assert_eq!(
-        s.select(Family::Ipv4Unicast, None, under("192.0.2.0/24", true), 10),
+        select(
+            &s,
+            Family::Ipv4Unicast,
+            None,
+            under("192.0.2.0/24", true),
+            10
+        ),
         [pfx("192.0.2.0/24"), pfx("192.0.2.128/25")]
     );
     assert_eq!(
-        s.select(Family::Ipv4Unicast, None, under("192.0.2.0/24", false), 10),
+        select(
+            &s,
+            Family::Ipv4Unicast,
+            None,
+            under("192.0.2.0/24", false),
+            10
+        ),
         [pfx("192.0.2.128/25")]
     );
     // Longest match of an address.

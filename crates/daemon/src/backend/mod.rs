@@ -3,6 +3,7 @@
 //! the threads and queues, and the convergence telemetry.
 
 mod routes;
+mod text;
 
 use crate::state::{unix, Daemon, Live};
 use ribshard_engine::pipeline::{ShardStats, UpdateThreadStats};
@@ -581,7 +582,7 @@ impl Backend for Api {
         }
     }
 
-    async fn routes(&self, q: RouteRequest) -> Result<mpsc::Receiver<Vec<Route>>, ApiError> {
+    async fn routes(&self, q: RouteRequest) -> Result<mpsc::Receiver<bytes::Bytes>, ApiError> {
         routes::routes(&self.0, q).await
     }
 

@@ -3,7 +3,8 @@
 
 use super::peer_index;
 use crate::state::Daemon;
-use ribshard_engine::pipeline::{RouteQuery, Selection, ShownRoute};
+use bytes::Bytes;
+use ribshard_engine::pipeline::{RenderRoute, RouteQuery, Selection, ShownRoute};
 use ribshard_mgmt::api::{Attributes, Reason, Route, RoutePath, RouteRequest};
 use ribshard_mgmt::ApiError;
 use ribshard_rib::{Ineligible, PathFilter, PathState, PathView, Within};
@@ -14,9 +15,40 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 use tokio::sync::mpsc;
 
-/// Paths per chunk a shard answers: a thousand routes of a full table, a few hundred KiB
-/// in flight per shard.
-const CHUNK_PATHS: usize = 2048;
+/// Paths per chunk a shard answers: about a MiB rendered (the brief layout takes 150 octets
+/// a path, JSON and `detail` nearer 400), two chunks in flight per shard. Larger chunks
+/// mean fewer round trips; the budget is the daemon's memory while a table streams.
+fn chunk_paths(text: bool, detail: bool) -> usize {
+    if text && !detail {
+        8192
+    } else {
+        3072
+    }
+}
+
+/// How the walk's routes are written, in the shards that hold them.
+#[derive(Debug)]
+struct Renderer {
+    names: PeerNames,
+    detail: bool,
+    /// The CLI's text (Junos' layout), else JSON lines.
+    text: bool,
+}
+
+impl RenderRoute for Renderer {
+    fn render(&self, r: &ShownRoute, out: &mut Vec<u8>) {
+        match (self.text, self.detail) {
+            (true, false) => super::text::brief(r, &self.names, out),
+            (true, true) => super::text::detail(r, &self.names, out),
+            (false, _) => {
+                let api = route(r, &self.names, self.detail);
+                if serde_json::to_writer(&mut *out, &api).is_ok() {
+                    out.push(b'\n');
+                }
+            }
+        }
+    }
+}
 
 /// Who each peer index is: address and AS.
 pub(super) type PeerNames = Arc<Vec<(String, u32)>>;
@@ -25,7 +57,16 @@ pub(super) type PeerNames = Arc<Vec<(String, u32)>>;
 pub(super) async fn routes(
     d: &Arc<Daemon>,
     q: RouteRequest,
-) -> Result<mpsc::Receiver<Vec<Route>>, ApiError> {
+) -> Result<mpsc::Receiver<Bytes>, ApiError> {
+    let text = match q.format.as_deref() {
+        None | Some("json") => false,
+        Some("text") => true,
+        Some(f) => {
+            return Err(ApiError::BadRequest(format!(
+                "format {f}: one of json, text"
+            )))
+        }
+    };
     let (select, families) = selection(&q)?;
     let (names, filter, advertised) = {
         let live = d.live.read().await;
@@ -41,6 +82,8 @@ pub(super) async fn routes(
                 None => None,
             },
             hidden: q.hidden,
+            // The brief layout does not say why a path won or lost; the others do.
+            explain: q.detail || !text,
         };
         let advertised = match &q.advertising_protocol {
             Some(a) => {
@@ -70,8 +113,13 @@ pub(super) async fn routes(
     }
     let (tx, rx) = mpsc::channel(1);
     let pipeline = d.pipeline.clone();
-    let detail = q.detail;
+    let render: Arc<dyn RenderRoute> = Arc::new(Renderer {
+        names,
+        detail: q.detail,
+        text,
+    });
     let only = q.shard;
+    let max_paths = chunk_paths(text, q.detail);
     tokio::spawn(async move {
         for family in families {
             let select = match select {
@@ -81,18 +129,30 @@ pub(super) async fn routes(
             let query = RouteQuery {
                 select,
                 after: None,
-                max_paths: CHUNK_PATHS,
+                max_paths,
                 filter,
                 advertised,
+                render: Some(render.clone()),
             };
             let mut walk = pipeline.walk_routes(query, only);
+            let mut first = true;
             while let Some(batch) = walk.next().await {
-                let routes: Vec<Route> = batch.iter().map(|r| route(r, &names, detail)).collect();
-                if routes.is_empty() {
+                if batch.is_empty() {
                     continue;
                 }
+                let mut buf =
+                    Vec::with_capacity(batch.iter().map(|r| r.rendered.len()).sum::<usize>() + 64);
+                if text && first {
+                    buf.extend_from_slice(
+                        crate::cli::render::table_header(table_name(family)).as_bytes(),
+                    );
+                }
+                first = false;
+                for r in &batch {
+                    buf.extend_from_slice(&r.rendered);
+                }
                 // The client went away: stop walking.
-                if tx.send(routes).await.is_err() {
+                if tx.send(Bytes::from(buf)).await.is_err() {
                     return;
                 }
             }
@@ -246,7 +306,7 @@ fn path(
         PathState::Active { over } => ("active", over.map(|s| reason(s.id(), s.describe(), false))),
         PathState::Inactive { step, in_group } => (
             "inactive",
-            Some(reason(step.id(), step.describe(), in_group)),
+            step.map(|s| reason(s.id(), s.describe(), in_group)),
         ),
         PathState::Ineligible(Ineligible::Loop) => (
             "hidden",
@@ -362,7 +422,7 @@ fn other_attributes(a: &PathAttributes) -> Attributes {
 }
 
 /// Route targets and origins as Junos writes them (`target:65000:100`), others in hex.
-fn ext_community(c: &[u8; 8]) -> String {
+pub(super) fn ext_community(c: &[u8; 8]) -> String {
     let [t, sub, a, b, x, y, z, w] = *c;
     let kind = match sub {
         0x02 => "target",

@@ -5,7 +5,7 @@
 pub mod render;
 
 use ribshard_mgmt::api::{
-    ClearReply, ClearRequest, Convergence, Group, Neighbor, ReloadReply, Route, RouteRequest,
+    ClearReply, ClearRequest, Convergence, Group, Neighbor, ReloadReply, RouteRequest,
     RouteSummary, Summary, Threads, WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
@@ -180,6 +180,9 @@ fn query(q: &RouteRequest) -> String {
     if q.hidden {
         parts.push("hidden=true".into());
     }
+    if let Some(f) = &q.format {
+        parts.push(format!("format={f}"));
+    }
     parts.join("&")
 }
 
@@ -210,14 +213,21 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), C
         },
         Request::Convergence => "/v1/bgp/convergence".into(),
         Request::RouteSummary => "/v1/routes/summary".into(),
-        Request::Routes(q) => format!("/v1/routes?{}", query(q)),
+        Request::Routes(q) => {
+            // The daemon renders the layout: the whole table streams through as it comes.
+            let q = RouteRequest {
+                format: Some(if json { "json" } else { "text" }.into()),
+                ..q.clone()
+            };
+            format!("/v1/routes?{}", query(&q))
+        }
         Request::Threads => "/v1/threads".into(),
         Request::WorkQueues => "/v1/work-queues".into(),
         Request::Clear(_) => "/v1/bgp/clear".into(),
         Request::Reload => "/v1/configure/reload".into(),
     };
     let text = match r {
-        Request::Routes(q) => return routes(&c, &path, &q, json, &mut out).await,
+        Request::Routes(_) => return c.copy(&path, &mut out).await,
         Request::Clear(req) => {
             let reply: ClearReply = c.post(&path, &req).await?;
             if json {
@@ -255,47 +265,6 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), C
         Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
     };
     let _ = out.write_all(text.as_bytes());
-    let _ = out.flush();
-    Ok(())
-}
-
-/// Routes as they arrive: each printed when read, so a whole table is never held.
-async fn routes(
-    c: &Client,
-    path: &str,
-    q: &RouteRequest,
-    json: bool,
-    out: &mut impl Write,
-) -> Result<(), ClientError> {
-    let mut lines = c.lines(path).await?;
-    let mut table = String::new();
-    let mut buf = String::new();
-    while let Some(line) = lines.next_line().await? {
-        if json {
-            if out
-                .write_all(&line)
-                .and_then(|_| out.write_all(b"\n"))
-                .is_err()
-            {
-                return Ok(());
-            }
-            continue;
-        }
-        let r: Route = serde_json::from_slice(&line)?;
-        if r.table != table {
-            table = r.table.clone();
-            buf.push_str(&render::table_header(&table));
-        }
-        render::route(&r, q.detail, &mut buf);
-        if buf.len() > 1 << 16 {
-            // A closed pipe (`... | head`) ends the walk quietly.
-            if out.write_all(buf.as_bytes()).is_err() {
-                return Ok(());
-            }
-            buf.clear();
-        }
-    }
-    let _ = out.write_all(buf.as_bytes());
     let _ = out.flush();
     Ok(())
 }

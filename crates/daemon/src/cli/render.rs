@@ -17,16 +17,6 @@ pub fn uptime(secs: f64) -> String {
     }
 }
 
-/// A route's age as Junos prints it: `hh:mm:ss`, with days in front past one.
-fn age(secs: u64) -> String {
-    let (d, h, m, s) = (secs / 86400, secs / 3600 % 24, secs / 60 % 60, secs % 60);
-    if d > 0 {
-        format!("{d}d {h:02}:{m:02}:{s:02}")
-    } else {
-        format!("{h:02}:{m:02}:{s:02}")
-    }
-}
-
 /// UNIX seconds as a UTC date and time.
 pub fn date(unix: f64) -> String {
     let secs = unix.max(0.0) as i64;
@@ -449,150 +439,6 @@ pub fn table_header(table: &str) -> String {
     format!("\n{table}:\n+ = Active Route, * = Both\n\n")
 }
 
-fn origin_letter(o: &str) -> &str {
-    match o {
-        "IGP" => "I",
-        "EGP" => "E",
-        _ => "?",
-    }
-}
-
-/// One route of `show route` (`detail`: every attribute, and why the active path won).
-pub fn route(r: &Route, detail: bool, o: &mut String) {
-    if detail {
-        return route_detail(r, o);
-    }
-    let mut first = true;
-    for p in &r.paths {
-        let mark = match p.state.as_str() {
-            "active" => "*",
-            _ => " ",
-        };
-        let head = if first { r.prefix.as_str() } else { "" };
-        first = false;
-        let mut line = format!("{head:<18} {mark}[BGP/170] {}", age(p.age_seconds));
-        if let Some(lp) = p.local_pref {
-            let _ = write!(line, ", localpref {lp}");
-        }
-        if let Some(m) = p.med {
-            let _ = write!(line, ", MED {m}");
-        }
-        let _ = write!(line, ", from {}", p.from);
-        if p.state == "hidden" {
-            line.push_str(" (hidden)");
-        }
-        let _ = writeln!(o, "{line}");
-        let _ = writeln!(
-            o,
-            "{:<22}AS path: {} {}",
-            "",
-            p.as_path,
-            origin_letter(&p.origin)
-        );
-        let _ = writeln!(o, "{:<20}> to {}", "", p.next_hop);
-    }
-}
-
-fn route_detail(r: &Route, o: &mut String) {
-    let active = r.paths.iter().filter(|p| p.state == "active").count();
-    let _ = writeln!(
-        o,
-        "{} (shard rs-shard-{}, {} entries, {} announced)",
-        r.prefix,
-        r.shard,
-        r.paths.len(),
-        active
-    );
-    for p in &r.paths {
-        let mark = if p.state == "active" { "*" } else { " " };
-        let _ = writeln!(o, "        {mark}BGP    Preference: 170");
-        let pad = "                ";
-        let _ = writeln!(o, "{pad}Source: {}", p.from);
-        let _ = writeln!(o, "{pad}Next hop: {}", p.next_hop);
-        let mut state = vec![match p.state.as_str() {
-            "active" => "Active",
-            "hidden" => "Hidden",
-            _ => "NotBest",
-        }];
-        if p.stale {
-            state.push("Stale");
-        }
-        if p.multipath {
-            state.push("Multipath");
-        }
-        let _ = writeln!(o, "{pad}State: <{}>", state.join(" "));
-        let _ = writeln!(
-            o,
-            "{pad}Peer AS: {}  Router ID: {}",
-            p.peer_as, p.peer_router_id
-        );
-        if p.path_id != 0 {
-            let _ = writeln!(o, "{pad}Path ID: {}", p.path_id);
-        }
-        let _ = writeln!(o, "{pad}Age: {}", age(p.age_seconds));
-        let _ = writeln!(
-            o,
-            "{pad}AS path: {} {}",
-            p.as_path,
-            origin_letter(&p.origin)
-        );
-        let _ = writeln!(o, "{pad}Origin: {}", p.origin);
-        if let Some(lp) = p.local_pref {
-            let _ = writeln!(o, "{pad}Localpref: {lp}");
-        }
-        if let Some(m) = p.med {
-            let _ = writeln!(o, "{pad}MED: {m}");
-        }
-        if !p.communities.is_empty() {
-            let _ = writeln!(o, "{pad}Communities: {}", p.communities.join(" "));
-        }
-        if !p.large_communities.is_empty() {
-            let _ = writeln!(
-                o,
-                "{pad}Large communities: {}",
-                p.large_communities.join(" ")
-            );
-        }
-        if let Some(a) = &p.attributes {
-            if !a.extended_communities.is_empty() {
-                let _ = writeln!(
-                    o,
-                    "{pad}Extended communities: {}",
-                    a.extended_communities.join(" ")
-                );
-            }
-            if a.atomic_aggregate {
-                let _ = writeln!(o, "{pad}Atomic aggregate");
-            }
-            if let Some(g) = &a.aggregator {
-                let _ = writeln!(o, "{pad}Aggregator: {g}");
-            }
-            if let Some(id) = &a.originator_id {
-                let _ = writeln!(o, "{pad}Originator ID: {id}");
-            }
-            if !a.cluster_list.is_empty() {
-                let _ = writeln!(o, "{pad}Cluster list: {}", a.cluster_list.join(" "));
-            }
-            if let Some(otc) = a.otc {
-                let _ = writeln!(o, "{pad}Only to customer: {otc}");
-            }
-            for u in &a.unknown {
-                let _ = writeln!(o, "{pad}Unknown attribute: {u}");
-            }
-        }
-        if let Some(reason) = &p.reason {
-            let what = match p.state.as_str() {
-                "active" => "Won over the next best path by",
-                "hidden" => "Hidden reason",
-                _ if reason.in_group => "Inactive reason: Not Best in its group -",
-                _ => "Inactive reason:",
-            };
-            let _ = writeln!(o, "{pad}{what} {}", reason.description);
-        }
-    }
-    o.push('\n');
-}
-
 /// `show thread cpu`.
 pub fn threads(t: &Threads) -> String {
     let mut o = String::new();
@@ -743,7 +589,6 @@ mod tests {
         assert_eq!(uptime(62.0), "1:02");
         assert_eq!(uptime(3723.0), "1:02:03");
         assert_eq!(uptime(90061.0), "1d 1:01:01");
-        assert_eq!(age(3723), "01:02:03");
         assert_eq!(date(0.0), "1970-01-01 00:00:00 UTC");
         assert_eq!(date(1_795_467_600.0), "2026-11-23 21:00:00 UTC");
     }
@@ -809,55 +654,5 @@ Peer                             AS     InPkt    OutPkt   OutQ  Flaps Last Up/Dw
 127.0.0.21                     4777         0         0      0      0        0:05 Active
 ";
         assert_eq!(summary(&s), want);
-    }
-
-    #[test]
-    fn route_layout() {
-        let r = Route {
-            prefix: "1.0.0.0/24".into(),
-            table: "inet.0".into(),
-            shard: 1,
-            paths: vec![
-                RoutePath {
-                    state: "active".into(),
-                    from: "127.0.0.20".into(),
-                    age_seconds: 65,
-                    next_hop: "198.51.100.1".into(),
-                    as_path: "2497 13335".into(),
-                    origin: "IGP".into(),
-                    reason: Some(Reason {
-                        step: "as-path-length".into(),
-                        description: "AS path".into(),
-                        in_group: false,
-                    }),
-                    ..RoutePath::default()
-                },
-                RoutePath {
-                    state: "inactive".into(),
-                    from: "127.0.0.21".into(),
-                    age_seconds: 65,
-                    next_hop: "198.51.100.2".into(),
-                    as_path: "4777 2516 13335".into(),
-                    origin: "INCOMPLETE".into(),
-                    med: Some(5),
-                    ..RoutePath::default()
-                },
-            ],
-        };
-        let mut o = String::new();
-        route(&r, false, &mut o);
-        let want = "\
-1.0.0.0/24         *[BGP/170] 00:01:05, from 127.0.0.20
-                      AS path: 2497 13335 I
-                    > to 198.51.100.1
-                    [BGP/170] 00:01:05, MED 5, from 127.0.0.21
-                      AS path: 4777 2516 13335 ?
-                    > to 198.51.100.2
-";
-        assert_eq!(o, want);
-        let mut d = String::new();
-        route(&r, true, &mut d);
-        assert!(d.starts_with("1.0.0.0/24 (shard rs-shard-1, 2 entries, 1 announced)\n"));
-        assert!(d.contains("Won over the next best path by AS path"));
     }
 }

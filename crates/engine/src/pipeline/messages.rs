@@ -129,6 +129,12 @@ pub enum Selection {
     Longest(IpAddr),
 }
 
+/// Renders a route as the asker shows it. It runs in the shard that holds the route, so a
+/// walk's formatting is done by every shard at once, between their routing work.
+pub trait RenderRoute: Send + Sync + std::fmt::Debug {
+    fn render(&self, route: &ShownRoute, out: &mut Vec<u8>);
+}
+
 /// One chunk of a walk of routes, from one shard.
 #[derive(Clone, Debug)]
 pub struct RouteQuery {
@@ -141,6 +147,9 @@ pub struct RouteQuery {
     /// Junos `advertising-protocol bgp`: only what this update group advertises, as it
     /// sends it, to this member (whose own paths it never gets back).
     pub advertised: Option<(GroupId, PeerIndex)>,
+    /// Each route rendered in the shard ([`ShownRoute::rendered`]; its view is then left
+    /// without paths).
+    pub render: Option<Arc<dyn RenderRoute>>,
 }
 
 /// A route as shown: the shard's view of it and, for `advertising-protocol`, what the group
@@ -151,12 +160,17 @@ pub struct ShownRoute {
     pub view: RouteView,
     /// The attributes as the group encodes them, and how to decode them.
     pub advertised: Option<(Arc<Exported>, SessionParams)>,
+    /// The route as the query's renderer wrote it (a slice of its chunk's buffer).
+    pub rendered: bytes::Bytes,
 }
 
 #[derive(Clone, Debug, Default)]
 pub struct RouteChunk {
     pub routes: Vec<ShownRoute>,
-    /// Whether the shard may hold more after the last route of this chunk.
+    /// The last prefix the chunk covered (shown or not: a filter may show none of them),
+    /// where the next chunk starts.
+    pub last: Option<Prefix>,
+    /// Whether the shard may hold more after `last`.
     pub more: bool,
 }
 

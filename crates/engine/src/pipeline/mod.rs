@@ -40,8 +40,8 @@ mod update;
 pub use batcher::Batcher;
 pub use lanes::{reserve, Lanes};
 pub use messages::{
-    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RouteChunk,
-    RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target, ToShard, ToUpdate,
+    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
+    RouteChunk, RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target, ToShard, ToUpdate,
     UpdateThreadStats, WITHDRAW,
 };
 pub use query::{QueueReport, QueueState, RouteWalk};

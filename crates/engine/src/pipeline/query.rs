@@ -149,6 +149,7 @@ impl Pipeline {
                         max_paths: 16384,
                         filter: PathFilter::default(),
                         advertised: None,
+                        render: None,
                     },
                     None,
                 );
@@ -198,8 +199,25 @@ pub struct RouteWalk {
 struct Head {
     shard: usize,
     buffered: VecDeque<ShownRoute>,
+    /// Where the next chunk starts: after this prefix.
     after: Option<Prefix>,
+    /// The shard may hold more after `after`.
     more: bool,
+    /// The next chunk, asked for already: each shard works on it while the walk merges and
+    /// its reader takes what came before.
+    pending: Option<oneshot::Receiver<RouteChunk>>,
+}
+
+/// Asks a shard for the chunk after `h.after`; `None` if the shard is gone.
+async fn ask(lanes: &Lanes, h: &Head, q: &RouteQuery) -> Option<oneshot::Receiver<RouteChunk>> {
+    let s = lanes.shard(h.shard)?;
+    let (tx, rx) = oneshot::channel();
+    let q = RouteQuery {
+        after: h.after,
+        ..q.clone()
+    };
+    s.send(ToShard::Query(Query::Routes(q, tx))).await.ok()?;
+    Some(rx)
 }
 
 /// Routes a call of [`RouteWalk::next`] returns at most.
@@ -244,26 +262,33 @@ impl RouteWalk {
                 }
                 Selection::Table(..) => {}
             }
-            // Refill every shard that has run dry and may hold more.
+            // Every shard that may hold more has its next chunk asked for; those that have
+            // run dry are waited for.
             let mut gone = false;
-            for h in self
-                .heads
-                .iter_mut()
-                .filter(|h| h.buffered.is_empty() && h.more)
-            {
-                let q = RouteQuery {
-                    after: h.after,
-                    ..self.query.clone()
+            for h in self.heads.iter_mut() {
+                if h.more && h.pending.is_none() {
+                    h.pending = ask(&lanes, h, &self.query).await;
+                    gone |= h.pending.is_none();
+                }
+            }
+            for h in self.heads.iter_mut() {
+                if !h.buffered.is_empty() {
+                    continue;
+                }
+                let Some(rx) = h.pending.take() else {
+                    continue;
                 };
-                match Pipeline::chunk(&lanes, h.shard, q).await {
-                    Some(c) => {
+                match rx.await {
+                    Ok(c) => {
                         h.more = c.more;
-                        if let Some(r) = c.routes.last() {
-                            h.after = Some(r.view.prefix);
-                        }
+                        h.after = c.last.or(h.after);
                         h.buffered.extend(c.routes);
+                        if h.more {
+                            h.pending = ask(&lanes, h, &self.query).await;
+                            gone |= h.pending.is_none();
+                        }
                     }
-                    None => gone = true,
+                    Err(_) => gone = true,
                 }
             }
             if gone {
@@ -279,7 +304,11 @@ impl RouteWalk {
             // Merge while every shard that may hold more has something buffered: a smaller
             // prefix could still come from one that has not.
             while out.len() < RETURN {
-                if self.heads.iter().any(|h| h.buffered.is_empty() && h.more) {
+                if self
+                    .heads
+                    .iter()
+                    .any(|h| h.buffered.is_empty() && (h.more || h.pending.is_some()))
+                {
                     break;
                 }
                 let next = self
@@ -320,6 +349,7 @@ impl RouteWalk {
                 buffered: VecDeque::new(),
                 after: self.last,
                 more: true,
+                pending: None,
             })
             .collect();
     }

@@ -98,6 +98,23 @@ pub(super) struct ShardWorker {
     telemetry: Arc<Telemetry>,
     /// When the batches applied since the last drain were received.
     received: Vec<Instant>,
+    /// Prefixes a walk's last scan selected beyond the chunk it answered.
+    selected: Option<Selected>,
+}
+
+/// How many chunks one scan of a family selects for a walk.
+const SELECT_AHEAD: usize = 32;
+
+/// The rest of a walk's last selection: prefixes after `after`, in order, with where they
+/// were. Kept between questions, and used only by the walk that continues from `after`; a
+/// prefix added meanwhile may be missed, as by any walk of a live table.
+struct Selected {
+    family: ribshard_wire::Family,
+    within: ribshard_rib::Within,
+    after: Option<Prefix>,
+    list: VecDeque<(Prefix, Position)>,
+    /// The scan may have left prefixes beyond the list.
+    more: bool,
 }
 
 impl ShardWorker {
@@ -132,6 +149,7 @@ impl ShardWorker {
             },
             telemetry,
             received: Vec::new(),
+            selected: None,
         }
     }
 
@@ -364,24 +382,101 @@ impl ShardWorker {
 
     /// One chunk of a walk of routes.
     fn routes(&mut self, q: &RouteQuery) -> RouteChunk {
-        let (prefixes, more) = match q.select {
-            Selection::Exact(p) => (vec![p.masked()], false),
-            Selection::Longest(a) => (self.shard.longest_match(a).into_iter().collect(), false),
+        let (prefixes, more): (Vec<(Prefix, Option<Position>)>, bool) = match q.select {
+            Selection::Exact(p) => (vec![(p.masked(), None)], false),
+            Selection::Longest(a) => (
+                self.shard
+                    .longest_match(a)
+                    .map(|p| (p, None))
+                    .into_iter()
+                    .collect(),
+                false,
+            ),
             Selection::Table(family, within) => {
                 let c = self.shard.family_counts(family);
                 let per_prefix = c.paths.div_ceil(c.prefixes.max(1)).max(1);
                 let limit = (q.max_paths / per_prefix).clamp(16, 1 << 16);
-                let p = self.shard.select(family, q.after.as_ref(), within, limit);
-                let more = p.len() == limit;
-                (p, more)
+                let (p, more) = self.select(family, within, q.after, limit);
+                (p.into_iter().map(|(p, at)| (p, Some(at))).collect(), more)
             }
         };
-        let routes = prefixes.iter().filter_map(|p| self.shown(p, q)).collect();
-        RouteChunk { routes, more }
+        let mut routes: Vec<ShownRoute> = prefixes
+            .iter()
+            .filter_map(|(p, at)| self.shown(p, *at, q))
+            .collect();
+        if let Some(render) = &q.render {
+            // The whole chunk into one buffer, each route a slice of it: one allocation a
+            // chunk, and its paths dropped (the walk's merge needs only the prefix).
+            let mut out = Vec::with_capacity(q.max_paths * 160);
+            let mut ends = Vec::with_capacity(routes.len());
+            for r in &routes {
+                render.render(r, &mut out);
+                ends.push(out.len());
+            }
+            let text = bytes::Bytes::from(out);
+            let mut start = 0;
+            for (r, end) in routes.iter_mut().zip(ends) {
+                r.rendered = text.slice(start..end);
+                start = end;
+                r.view.paths = Vec::new();
+                r.advertised = None;
+            }
+        }
+        RouteChunk {
+            routes,
+            last: prefixes.last().map(|(p, _)| *p),
+            more,
+        }
     }
 
-    fn shown(&mut self, p: &Prefix, q: &RouteQuery) -> Option<ShownRoute> {
-        let mut view = self.shard.route(p, q.filter)?;
+    /// The next `limit` prefixes of a walk. A selection scans the whole family, so each
+    /// scan selects several chunks and keeps the rest for the walk's next questions
+    /// ([`Selected`]): a walk of a whole table scans it a 32nd as often.
+    fn select(
+        &mut self,
+        family: ribshard_wire::Family,
+        within: ribshard_rib::Within,
+        after: Option<Prefix>,
+        limit: usize,
+    ) -> (Vec<(Prefix, Position)>, bool) {
+        let cached = self
+            .selected
+            .take()
+            .filter(|c| c.family == family && c.within == within && c.after == after);
+        let mut c = match cached {
+            Some(c) => c,
+            None => {
+                let ahead = limit.saturating_mul(SELECT_AHEAD);
+                let list = self.shard.select(family, after.as_ref(), within, ahead);
+                Selected {
+                    family,
+                    within,
+                    after,
+                    more: list.len() == ahead,
+                    list: list.into(),
+                }
+            }
+        };
+        let n = limit.min(c.list.len());
+        let chunk: Vec<(Prefix, Position)> = c.list.drain(..n).collect();
+        let more = !c.list.is_empty() || c.more;
+        if let Some(last) = chunk.last() {
+            c.after = Some(last.0);
+        }
+        if !c.list.is_empty() {
+            self.selected = Some(c);
+        }
+        (chunk, more)
+    }
+
+    /// A route as the query shows it; `at`: where [`Shard::select`] found it.
+    fn shown(&mut self, p: &Prefix, at: Option<Position>, q: &RouteQuery) -> Option<ShownRoute> {
+        // A position kept from an earlier scan names another prefix once the table changed:
+        // then the prefix is looked up (gone, it is not shown).
+        let mut view = match at.and_then(|at| self.shard.route_at(at, q.filter)) {
+            Some(v) if v.prefix == *p => v,
+            _ => self.shard.route(p, q.filter)?,
+        };
         let advertised = match q.advertised {
             None => None,
             Some((group, member)) => {
@@ -403,6 +498,7 @@ impl ShardWorker {
             shard: self.index,
             view,
             advertised,
+            rendered: bytes::Bytes::new(),
         })
     }
 

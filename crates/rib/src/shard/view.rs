@@ -7,7 +7,6 @@ use super::{Dest, Path, PeerIndex, PeerInfo, Position, Shard, REPORTED};
 use crate::decision::{best_path, compare, deciding_step, Candidate, Step};
 use crate::prefix_map::{v4_key, v4_prefix};
 use ribshard_wire::{Family, Prefix};
-use std::collections::BinaryHeap;
 use std::net::IpAddr;
 
 /// A prefix as operators see it: every path, the active one first.
@@ -33,9 +32,10 @@ pub enum PathState {
     /// The best path, as the update groups were told. `over`: the step that separated it
     /// from the runner-up (none without one).
     Active { over: Option<Step> },
-    /// Eligible, and beaten at `step`; `in_group`: by the best path of its own neighbor AS
-    /// (deterministic MED compares MED only there; Junos "Not Best in its group").
-    Inactive { step: Step, in_group: bool },
+    /// Eligible, and beaten at `step` (when the view was asked to explain); `in_group`: by
+    /// the best path of its own neighbor AS (deterministic MED compares MED only there;
+    /// Junos "Not Best in its group").
+    Inactive { step: Option<Step>, in_group: bool },
     /// Never chosen (Junos "hidden").
     Ineligible(Ineligible),
 }
@@ -81,13 +81,21 @@ fn truncate(p: &Prefix, len: u8) -> Prefix {
     }
 }
 
-/// Which paths of a prefix a view shows.
+/// Which paths of a prefix a view shows, and what it says of them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct PathFilter {
     /// Only the paths from this peer (Junos `receive-protocol bgp`).
     pub peer: Option<PeerIndex>,
     /// Ineligible paths too (Junos `hidden`).
     pub hidden: bool,
+    /// Why each path won or lost (its decision step): a few more comparisons per prefix.
+    pub explain: bool,
+}
+
+std::thread_local! {
+    /// Candidates of the prefix being viewed, reused: a walk views every prefix.
+    static SCRATCH: std::cell::RefCell<(Vec<Candidate>, Vec<usize>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 impl Shard {
@@ -99,78 +107,104 @@ impl Shard {
         (!view.paths.is_empty()).then_some(view)
     }
 
+    /// The same for a prefix [`Shard::select`] returned with its position, found without a
+    /// lookup; valid until the table next changes.
+    pub fn route_at(&self, at: Position, filter: PathFilter) -> Option<RouteView> {
+        let (prefix, d) = self.dests.at_with_key(at.0)?;
+        let view = self.view(prefix, d, filter);
+        (!view.paths.is_empty()).then_some(view)
+    }
+
     fn view(&self, prefix: Prefix, d: &Dest, filter: PathFilter) -> RouteView {
         let dec = self.decider();
-        let live: Vec<&Path> = d.paths.iter().filter(|p| !p.gone()).collect();
-        let eligible: Vec<(&Path, Candidate)> = live
-            .iter()
-            .filter(|p| dec.eligible(p))
-            .map(|p| (*p, dec.candidate(p)))
-            .collect();
-        let cands: Vec<Candidate> = eligible.iter().map(|(_, c)| *c).collect();
-        let best = best_path(&cands, &self.options);
-        let active = best
-            .and_then(|i| eligible.get(i))
-            .map(|(p, c)| (p.arrival, *c));
-        let multipath: Vec<u32> = match self.options.multipath {
-            Some(_) => self
-                .multipath(&prefix)
-                .iter()
-                .skip(1)
-                .map(|p| p.arrival)
-                .collect(),
-            None => Vec::new(),
-        };
-        let mut paths: Vec<(PathView, Option<Candidate>)> = Vec::new();
-        for p in live {
-            if filter.peer.is_some_and(|peer| peer != p.peer) {
-                continue;
+        SCRATCH.with(|scratch| {
+            let mut scratch = scratch.borrow_mut();
+            let (cands, index) = &mut *scratch;
+            // The eligible paths' decision inputs, and each one's place in `d.paths`.
+            cands.clear();
+            index.clear();
+            for (i, p) in d.paths.iter().enumerate() {
+                if dec.eligible(p) {
+                    cands.push(dec.candidate(p));
+                    index.push(i);
+                }
             }
-            let cand = eligible
-                .iter()
-                .find(|(q, _)| q.arrival == p.arrival)
-                .map(|(_, c)| *c);
-            let state = match (cand, active) {
-                (None, _) => PathState::Ineligible(if p.attrs.loop_free {
-                    Ineligible::Rejected
-                } else {
-                    Ineligible::Loop
-                }),
-                (Some(_), Some((a, _))) if a == p.arrival => PathState::Active {
-                    over: self.runner_up_step(&cands, best),
-                },
-                (Some(c), Some((_, a))) => self.inactive(&cands, &a, &c),
-                // Eligible but nothing is active: cannot happen (best_path picks one).
-                (Some(_), None) => continue,
+            let best = best_path(cands, &self.options);
+            let active = best.and_then(|b| Some((*index.get(b)?, *cands.get(b)?)));
+            let multipath: Vec<u32> = match self.options.multipath {
+                Some(_) => self
+                    .multipath(&prefix)
+                    .iter()
+                    .skip(1)
+                    .map(|p| p.arrival)
+                    .collect(),
+                None => Vec::new(),
             };
-            if !filter.hidden && matches!(state, PathState::Ineligible(_)) {
-                continue;
-            }
-            paths.push((
-                PathView {
+            let mut paths: Vec<PathView> = Vec::with_capacity(d.paths.len());
+            for (i, p) in d.paths.iter().enumerate() {
+                if p.gone() || filter.peer.is_some_and(|peer| peer != p.peer) {
+                    continue;
+                }
+                let cand = index
+                    .iter()
+                    .position(|x| *x == i)
+                    .and_then(|k| cands.get(k));
+                let state = match (cand, active) {
+                    (None, _) => PathState::Ineligible(if p.attrs.loop_free {
+                        Ineligible::Rejected
+                    } else {
+                        Ineligible::Loop
+                    }),
+                    (Some(_), Some((a, _))) if a == i => PathState::Active {
+                        over: if filter.explain {
+                            self.runner_up_step(cands, best)
+                        } else {
+                            None
+                        },
+                    },
+                    (Some(c), Some((_, a))) => {
+                        if filter.explain {
+                            self.inactive(cands, &a, c)
+                        } else {
+                            PathState::Inactive {
+                                step: None,
+                                in_group: false,
+                            }
+                        }
+                    }
+                    // Eligible but nothing is active: cannot happen (best_path picks one).
+                    (Some(_), None) => continue,
+                };
+                if !filter.hidden && matches!(state, PathState::Ineligible(_)) {
+                    continue;
+                }
+                paths.push(PathView {
                     path: p.clone(),
                     peer: self.peer(p.peer),
                     state,
                     multipath: multipath.contains(&p.arrival),
-                },
-                cand,
-            ));
-        }
-        let rank = |v: &PathView| match v.state {
-            PathState::Active { .. } => 0,
-            PathState::Inactive { .. } => 1,
-            PathState::Ineligible(_) => 2,
-        };
-        paths.sort_by(|(a, ca), (b, cb)| {
-            rank(a).cmp(&rank(b)).then_with(|| match (ca, cb) {
-                (Some(x), Some(y)) => compare(x, y, false, &self.options),
-                _ => a.path.arrival.cmp(&b.path.arrival),
-            })
-        });
-        RouteView {
-            prefix,
-            paths: paths.into_iter().map(|(v, _)| v).collect(),
-        }
+                });
+            }
+            // The active path first, then the others by preference, then the ineligible.
+            if paths.len() > 1 {
+                let rank = |v: &PathView| match v.state {
+                    PathState::Active { .. } => 0,
+                    PathState::Inactive { .. } => 1,
+                    PathState::Ineligible(_) => 2,
+                };
+                paths.sort_by(|a, b| {
+                    rank(a).cmp(&rank(b)).then_with(|| {
+                        if rank(a) == 1 {
+                            let (x, y) = (dec.candidate(&a.path), dec.candidate(&b.path));
+                            compare(&x, &y, false, &self.options)
+                        } else {
+                            a.path.arrival.cmp(&b.path.arrival)
+                        }
+                    })
+                });
+            }
+            RouteView { prefix, paths }
+        })
     }
 
     /// Why the best of `cands` (at `best`) beat the best of the others.
@@ -201,34 +235,36 @@ impl Shard {
             if let Some(w) = winner.filter(|w| *w != c) {
                 if let Some(step) = deciding_step(w, c, true, o) {
                     return PathState::Inactive {
-                        step,
+                        step: Some(step),
                         in_group: true,
                     };
                 }
             }
             return PathState::Inactive {
-                step: deciding_step(a, c, false, o).unwrap_or(Step::Arrival),
+                step: deciding_step(a, c, false, o),
                 in_group: false,
             };
         }
         PathState::Inactive {
-            step: deciding_step(a, c, true, o).unwrap_or(Step::Arrival),
+            step: deciding_step(a, c, true, o),
             in_group: c.neighbor_as == a.neighbor_as && !o.always_compare_med,
         }
     }
 
     /// The next `limit` prefixes of `family` after `after` (all from the start without
-    /// one) that `within` contains and that hold a path, in ascending order. One pass over
-    /// the family keeping the `limit` smallest, so a walk of the whole table in chunks
-    /// needs no copy of it.
+    /// one) that `within` contains and that hold a path, in ascending order, with their
+    /// positions ([`Shard::route_at`]). One pass over the family keeping the `limit`
+    /// smallest, so a walk of the whole table in chunks needs no copy of it.
     pub fn select(
         &self,
         family: Family,
         after: Option<&Prefix>,
         within: Within,
         limit: usize,
-    ) -> Vec<Prefix> {
+    ) -> Vec<(Prefix, Position)> {
         let limit = limit.max(1);
+        // Whether a prefix has a path to show reads its path list, a cache miss per prefix:
+        // asked only of the few that would enter the selection, not of every prefix scanned.
         let shown = |d: &Dest| d.paths.iter().any(|p| !p.gone());
         match family {
             Family::Ipv4Unicast => {
@@ -240,19 +276,30 @@ impl Shard {
                 let keys = self
                     .dests
                     .v4_entries()
-                    .filter(|(k, _)| floor.is_none_or(|f| *k > f))
-                    .filter(|(k, d)| within.contains(&v4_prefix(*k)) && shown(d))
-                    .map(|(k, _)| k);
-                smallest(keys, limit).into_iter().map(v4_prefix).collect()
+                    .filter(|(_, k, _)| floor.is_none_or(|f| *k > f))
+                    .filter(|(_, k, _)| within == Within::All || within.contains(&v4_prefix(*k)));
+                smallest(
+                    keys,
+                    limit,
+                    |(h, k, _)| (*k, Position(*h)),
+                    |(_, _, d)| shown(d),
+                )
+                .into_iter()
+                .map(|(k, at)| (v4_prefix(k), at))
+                .collect()
             }
             Family::Ipv6Unicast => {
                 let keys = self
                     .dests
                     .v6_entries()
-                    .filter(|(p, _)| after.is_none_or(|a| p > a))
-                    .filter(|(p, d)| within.contains(p) && shown(d))
-                    .map(|(p, _)| p);
-                smallest(keys, limit)
+                    .filter(|(_, p, _)| after.is_none_or(|a| p > a))
+                    .filter(|(_, p, _)| within.contains(p));
+                smallest(
+                    keys,
+                    limit,
+                    |(h, p, _)| (*p, Position(*h)),
+                    |(_, _, d)| shown(d),
+                )
             }
         }
     }
@@ -292,16 +339,35 @@ impl Shard {
     }
 }
 
-/// The `limit` smallest items, ascending.
-fn smallest<T: Ord + Copy>(items: impl Iterator<Item = T>, limit: usize) -> Vec<T> {
-    let mut heap: BinaryHeap<T> = BinaryHeap::with_capacity(limit + 1);
+/// The keys of the `limit` smallest items that pass `keep`, ascending; `keep` is asked only
+/// of items whose key could enter the selection. Keys are gathered, the smallest `limit`
+/// partitioned out (linear) and sorted, and whenever twice `limit` are held the larger half
+/// is dropped, so memory stays at twice the selection whatever the table's size.
+fn smallest<I, T: Ord + Copy>(
+    items: impl Iterator<Item = I>,
+    limit: usize,
+    key: impl Fn(&I) -> T,
+    keep: impl Fn(&I) -> bool,
+) -> Vec<T> {
+    let mut held: Vec<T> = Vec::with_capacity(limit.saturating_mul(2).min(1 << 20));
+    // Everything at or above this is out of the selection already.
+    let mut ceiling: Option<T> = None;
     for x in items {
-        if heap.len() < limit {
-            heap.push(x);
-        } else if heap.peek().is_some_and(|top| x < *top) {
-            heap.pop();
-            heap.push(x);
+        let k = key(&x);
+        if ceiling.is_some_and(|c| k >= c) || !keep(&x) {
+            continue;
+        }
+        held.push(k);
+        if held.len() >= limit.saturating_mul(2) {
+            held.select_nth_unstable(limit);
+            ceiling = held.get(limit).copied();
+            held.truncate(limit);
         }
     }
-    heap.into_sorted_vec()
+    if held.len() > limit {
+        held.select_nth_unstable(limit);
+        held.truncate(limit);
+    }
+    held.sort_unstable();
+    held
 }
