@@ -97,6 +97,8 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         show_route_s: None,
         show_route_octets: None,
         show_route_lines: None,
+        show_route_detail_s: None,
+        show_route_detail_octets: None,
     }
 }
 

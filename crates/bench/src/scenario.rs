@@ -174,11 +174,14 @@ pub struct RunResult {
     /// `--show-load`: loops of `show route` and `show bgp summary` done during the timed
     /// phase.
     pub show_loops: Option<u64>,
-    /// `--time-show`: the whole table through the CLI with every attribute (ribshard `show
-    /// route detail`, BIRD `birdc show route all`), median of three: seconds, octets, lines.
+    /// `--time-show`: the whole table through the CLI (ribshard `show route`, BIRD `birdc
+    /// show route`), median of three: seconds, octets, lines.
     pub show_route_s: Option<f64>,
     pub show_route_octets: Option<u64>,
     pub show_route_lines: Option<u64>,
+    /// The same with every attribute (ribshard `show route detail`, `birdc show route all`).
+    pub show_route_detail_s: Option<f64>,
+    pub show_route_detail_octets: Option<u64>,
 }
 
 /// The neighbors, what each announces, and what each receiver must hold.
@@ -750,7 +753,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     let timeout = Duration::from_secs(if opts.quick { 120 } else { 1800 });
 
     let load = if opts.show_load {
-        crate::show::commands(dut, false).map(|(r, s)| crate::show::Load::start(r, s))
+        crate::show::commands(dut).map(|c| crate::show::Load::start(c.route, c.summary))
     } else {
         None
     };
@@ -884,10 +887,12 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             lagging.unwrap_or_else(|| "every receiver is whole; the senders did not finish".into())
         ))
     };
-    let shown = if opts.time_show && phase.converged {
-        crate::show::commands(dut, true).and_then(|(route, _)| crate::show::time(&route, 3))
-    } else {
-        None
+    let (shown, shown_detail) = match crate::show::commands(dut) {
+        Some(c) if opts.time_show && phase.converged => (
+            crate::show::time(&c.route, 3),
+            crate::show::time(&c.detail, 3),
+        ),
+        _ => (None, None),
     };
     // For a look at the converged daemon by hand (profiling, show commands).
     if let Some(secs) = std::env::var("RIBSHARD_BENCH_HOLD")
@@ -936,6 +941,8 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         show_route_s: shown.map(|s| s.0),
         show_route_octets: shown.map(|s| s.1),
         show_route_lines: shown.map(|s| s.2),
+        show_route_detail_s: shown_detail.map(|s| s.0),
+        show_route_detail_octets: shown_detail.map(|s| s.1),
     };
     Ok((r, base_rss))
 }

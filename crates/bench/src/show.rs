@@ -10,36 +10,49 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Instant;
 
-/// The command lines that show the whole table (`detail`: every attribute, as `birdc show
-/// route all` does) and the session summary, for the daemons that have both.
-pub fn commands(dut: &Dut, detail: bool) -> Option<(Vec<String>, Vec<String>)> {
+/// The command lines of a daemon's CLI, for the daemons that have one here.
+pub struct Commands {
+    /// The whole table, briefly (ribshard `show route`, `birdc show route`).
+    pub route: Vec<String>,
+    /// The whole table with every attribute (ribshard `show route detail`, `birdc show
+    /// route all`).
+    pub detail: Vec<String>,
+    /// The sessions (ribshard `show bgp summary`, `birdc show protocols`).
+    pub summary: Vec<String>,
+}
+
+pub fn commands(dut: &Dut) -> Option<Commands> {
     let d = dut.dir.display();
-    match dut.kind {
-        DutKind::Ribshard => {
-            let bin = crate::dut::ribshard_binary().display().to_string();
-            let base = vec![bin, "--socket".into(), format!("{d}/ribshard.sock")];
-            let mut route = base.clone();
-            route.extend(["show", "route"].map(String::from));
-            if detail {
-                route.push("detail".into());
-            }
-            let mut summary = base;
-            summary.extend(["show", "bgp", "summary"].map(String::from));
-            Some((route, summary))
-        }
-        DutKind::Bird2 => {
-            let base = vec!["birdc".to_string(), "-s".into(), format!("{d}/bird.ctl")];
-            let mut route = base.clone();
-            route.extend(["show", "route"].map(String::from));
-            if detail {
-                route.push("all".into());
-            }
-            let mut summary = base;
-            summary.extend(["show", "protocols"].map(String::from));
-            Some((route, summary))
-        }
-        _ => None,
-    }
+    let (base, route, detail, summary): (Vec<String>, &[&str], &[&str], &[&str]) = match dut.kind {
+        DutKind::Ribshard => (
+            vec![
+                crate::dut::ribshard_binary().display().to_string(),
+                "--socket".into(),
+                format!("{d}/ribshard.sock"),
+            ],
+            &["show", "route"],
+            &["show", "route", "detail"],
+            &["show", "bgp", "summary"],
+        ),
+        DutKind::Bird2 => (
+            vec!["birdc".into(), "-s".into(), format!("{d}/bird.ctl")],
+            &["show", "route"],
+            &["show", "route", "all"],
+            &["show", "protocols"],
+        ),
+        _ => return None,
+    };
+    let with = |words: &[&str]| -> Vec<String> {
+        base.iter()
+            .cloned()
+            .chain(words.iter().map(|w| w.to_string()))
+            .collect()
+    };
+    Some(Commands {
+        route: with(route),
+        detail: with(detail),
+        summary: with(summary),
+    })
 }
 
 /// Runs a command to the end, its output read and counted: (seconds, octets, lines).

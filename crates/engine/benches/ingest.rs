@@ -29,17 +29,20 @@ impl Sink for Discard {
 }
 
 /// Everything through the pipeline: two upstream peers, one downstream peer.
-fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize) -> u64 {
-    let (p, sent) = loaded(tables, shards, update_threads);
+fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize, stamp: bool) -> u64 {
+    let (p, sent) = loaded(tables, shards, update_threads, stamp);
     p.stop();
     sent.load(Ordering::Relaxed)
 }
 
 /// A pipeline holding both tables, with one downstream peer in step; and what it was sent.
+/// `stamp`: batches carry their receipt time as sessions stamp them, so the convergence
+/// telemetry measures them (without it, it measures nothing).
 fn loaded(
     tables: &[Table],
     shards: usize,
     update_threads: usize,
+    stamp: bool,
 ) -> (Arc<Pipeline>, Arc<AtomicU64>) {
     let p = Pipeline::start(PipelineConfig {
         shards,
@@ -68,7 +71,12 @@ fn loaded(
         .map(|i| Batcher::new(i as u32, p.shards()))
         .collect();
     for (i, t) in tables.iter().enumerate() {
-        for (n, a) in &t.routes {
+        for (k, (n, a)) in t.routes.iter().enumerate() {
+            // Sessions stamp every UPDATE they read (convergence telemetry); a full table
+            // holds about three prefixes an UPDATE.
+            if stamp && k % 3 == 0 {
+                batchers[i].stamp(std::time::Instant::now);
+            }
             batchers[i].announce(a, *n);
             if batchers[i].len() >= 4096 {
                 for (s, m) in batchers[i].take() {
@@ -107,16 +115,21 @@ fn bench(c: &mut Criterion) {
     });
     for (s, u) in [(1, 0), (1, 1), (2, 2)] {
         g.bench_function(format!("pipeline-{s}-shards-{u}-update-threads"), |b| {
-            b.iter(|| through_pipeline(&tables, s, u))
+            b.iter(|| through_pipeline(&tables, s, u, true))
         });
     }
+    // The convergence telemetry's cost: the same as the 2x2 row with nothing to measure.
+    g.bench_function(
+        "pipeline-2-shards-2-update-threads-without-telemetry",
+        |b| b.iter(|| through_pipeline(&tables, 2, 2, false)),
+    );
     g.finish();
     // A re-shard moves every prefix to its new shard and restarts the threads; routing waits
     // meanwhile. One iteration is two re-shards: 2x2 to 1x0 and back.
     let mut g = c.benchmark_group("reshard-two-full-tables");
     g.sample_size(10);
     g.throughput(Throughput::Elements(2 * paths as u64));
-    let (p, sent) = loaded(&tables, 2, 2);
+    let (p, sent) = loaded(&tables, 2, 2, true);
     let before = sent.load(Ordering::Relaxed);
     g.bench_function("2x2-to-1x0-and-back", |b| {
         b.iter(|| {

@@ -933,3 +933,58 @@ fn route_walks_are_sorted_chunked_and_survive_a_reshard() {
     assert_eq!(from_one, owned);
     p.stop();
 }
+
+/// Convergence telemetry: batches stamped as sessions stamp them are measured when decided
+/// and when written for a group; a marker behind a peer's routes reports when each group has
+/// sent them.
+#[test]
+fn telemetry_measures_batches_and_markers() {
+    for (s, u) in [(1, 0), (2, 2)] {
+        let p = start(s, u);
+        send_all(&p, p.peer_up(0, upstream(0), None).0);
+        let m = 0;
+        let info = PeerInfo {
+            address: 0x100,
+            peer_as: MEMBERS[m].2,
+            ..upstream(0)
+        };
+        let id = MemberId {
+            peer: member_peer(m),
+            epoch: 0,
+        };
+        let (msgs, joined) = p.peer_up(
+            member_peer(m),
+            info,
+            Some((spec(m), id, Box::new(TestSink::new()))),
+        );
+        send_all(&p, msgs);
+        let group = joined.unwrap().group;
+        let t = p.telemetry().clone();
+        t.established(0);
+        let mut pool = Pool(HashMap::new());
+        let mut b = p.batcher(0);
+        b.stamp(std::time::Instant::now);
+        for i in 0..20u8 {
+            let pf = prefix(i);
+            b.announce(&pool.get(0, 0, pf.family()), Nlri::new(pf));
+        }
+        flush(&p, &mut b);
+        let token = t.end_of_rib(0, p.groups()).expect("the first End-of-RIB");
+        assert_eq!(t.end_of_rib(0, p.groups()), None, "counted once");
+        send_all(&p, p.marker(0, token));
+        p.barrier();
+        assert!(t.decided.snapshot().count() >= 1, "{s}x{u}");
+        let written = t.written_snapshot();
+        assert!(
+            written
+                .iter()
+                .any(|(g, _, h)| *g == group && h.count() >= 1),
+            "{s}x{u}: {written:?}"
+        );
+        let n = t.neighbors();
+        let (_, c) = n.iter().find(|(peer, _)| *peer == 0).unwrap();
+        assert!(c.end_of_rib_received.is_some());
+        assert!(c.groups.contains_key(&group), "{s}x{u}: {c:?}");
+        p.stop();
+    }
+}

@@ -11,6 +11,8 @@ pub struct Batcher {
     peer: PeerIndex,
     batches: Vec<Batch>,
     ops: usize,
+    /// The batches carry the time of the first UPDATE since the last hand-off.
+    stamped: bool,
     /// The epoch of the shards it splits for ([`super::Pipeline::batcher`]).
     pub(super) epoch: u64,
 }
@@ -26,6 +28,7 @@ impl Batcher {
                 })
                 .collect(),
             ops: 0,
+            stamped: false,
             epoch: Routed::CURRENT,
         }
     }
@@ -50,15 +53,19 @@ impl Batcher {
         self.ops == 0
     }
 
-    /// An UPDATE read at `at` is about to be split: batches it starts are stamped with it
-    /// (convergence telemetry measures from the first UPDATE of each batch).
+    /// An UPDATE was read: the batches are stamped with the time, if they were not since
+    /// they were last handed on (convergence telemetry measures each batch from its first
+    /// UPDATE). The clock is read once a hand-off, not once an UPDATE.
     #[inline]
-    pub fn stamp(&mut self, at: Instant) {
-        for b in &mut self.batches {
-            if b.ops.is_empty() {
-                b.received = Some(at);
-            }
+    pub fn stamp(&mut self, now: impl FnOnce() -> Instant) {
+        if self.stamped {
+            return;
         }
+        let at = now();
+        for b in &mut self.batches {
+            b.received = Some(at);
+        }
+        self.stamped = true;
     }
 
     #[inline]
@@ -90,6 +97,7 @@ impl Batcher {
     /// The non-empty batches, as messages for their shards.
     pub fn take(&mut self) -> Vec<(usize, ToShard)> {
         self.ops = 0;
+        self.stamped = false;
         let peer = self.peer;
         self.batches
             .iter_mut()

@@ -149,7 +149,7 @@ impl Pipeline {
                 let mut b = Batcher::new(batch.peer, n);
                 b.epoch = lanes.epoch;
                 if let Some(at) = batch.received {
-                    b.stamp(at);
+                    b.stamp(|| at);
                 }
                 for (i, nlri) in batch.ops {
                     match batch.attrs.get(i as usize) {

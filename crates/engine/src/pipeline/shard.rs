@@ -100,7 +100,15 @@ pub(super) struct ShardWorker {
     received: Vec<Instant>,
     /// Prefixes a walk's last scan selected beyond the chunk it answered.
     selected: Option<Selected>,
+    /// Walk questions (`show route`), answered when the shard has nothing to route, or one
+    /// every [`QUERY_WAIT`] while routing keeps it busy: show commands never slow routing
+    /// by more than a chunk now and then, and still make progress under sustained churn.
+    deferred: VecDeque<(RouteQuery, tokio::sync::oneshot::Sender<RouteChunk>)>,
+    last_answer: Instant,
 }
+
+/// How long a walk question waits at most while routing keeps the shard busy.
+const QUERY_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
 
 /// How many chunks one scan of a family selects for a walk.
 const SELECT_AHEAD: usize = 32;
@@ -150,6 +158,8 @@ impl ShardWorker {
             telemetry,
             received: Vec::new(),
             selected: None,
+            deferred: VecDeque::new(),
+            last_answer: Instant::now(),
         }
     }
 
@@ -219,9 +229,12 @@ impl ShardWorker {
         !self.walks.is_empty() || !self.dumps.is_empty()
     }
 
-    /// Work to do while the queue is empty: the walks, and counting what groups advertise.
+    /// Work to do while the queue is empty: the walks, questions waiting, and counting
+    /// what groups advertise.
     fn has_work(&self) -> bool {
-        self.busy() || self.groups.values().any(|g| g.advertised.walk.is_some())
+        self.busy()
+            || !self.deferred.is_empty()
+            || self.groups.values().any(|g| g.advertised.walk.is_some())
     }
 
     /// Handles a message; false to stop.
@@ -372,12 +385,25 @@ impl ShardWorker {
                 s.cpu_seconds = thread_cpu_seconds();
                 let _ = reply.send(s);
             }
-            Query::Routes(q, reply) => {
-                // Shown as decided: what the update groups were told.
-                self.drain();
-                let _ = reply.send(self.routes(&q));
-            }
+            // Walks wait for the shard to have nothing to route ([`ShardWorker::deferred`]).
+            Query::Routes(q, reply) => self.deferred.push_back((q, reply)),
         }
+    }
+
+    /// Answers the oldest walk question waiting.
+    fn answer_deferred(&mut self) {
+        let Some((q, reply)) = self.deferred.pop_front() else {
+            return;
+        };
+        // Shown as decided: what the update groups were told.
+        self.drain();
+        let _ = reply.send(self.routes(&q));
+        self.last_answer = Instant::now();
+    }
+
+    /// A walk question waits no longer than this while routing keeps the shard busy.
+    fn overdue(&self) -> bool {
+        !self.deferred.is_empty() && self.last_answer.elapsed() >= QUERY_WAIT
     }
 
     /// One chunk of a walk of routes.
@@ -804,13 +830,21 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 if depth == 0 || w.since_drain >= 16 {
                     w.drain();
                 }
+                if w.overdue() {
+                    w.answer_deferred();
+                }
                 let took = began.elapsed();
                 w.stats.messages += 1;
                 w.stats.longest = w.stats.longest.max(took);
                 work.item(took);
             }
             None => {
-                w.step();
+                // Nothing to route: walks routing waits for, then questions, then counting.
+                if !w.busy() && !w.deferred.is_empty() {
+                    w.answer_deferred();
+                } else {
+                    w.step();
+                }
                 w.drain();
                 work.item(began.elapsed());
             }

@@ -223,7 +223,7 @@ impl Session {
             info!(peer = %self.name(), family = %f, "End-of-RIB received");
         }
         if let Some(b) = self.batcher.as_mut() {
-            b.stamp(std::time::Instant::now());
+            b.stamp(std::time::Instant::now);
         }
         let (leak, add_otc) = self.only_to_customer(parsed.attrs.otc);
         let ingress = Ingress {
