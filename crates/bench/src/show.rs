@@ -55,10 +55,26 @@ pub fn commands(dut: &Dut) -> Option<Commands> {
     })
 }
 
-/// Runs a command to the end, its output read and counted: (seconds, octets, lines).
-fn run(argv: &[String]) -> Option<(f64, u64, u64)> {
+/// Runs a command to the end, its output into /dev/null as an operator's `> /dev/null`
+/// would: the seconds it took.
+fn run(argv: &[String]) -> Option<f64> {
     let (prog, args) = argv.split_first()?;
+    let null = std::fs::File::create("/dev/null").ok()?;
     let t = Instant::now();
+    let ok = Command::new(prog)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(null)
+        .stderr(Stdio::null())
+        .status()
+        .ok()?
+        .success();
+    ok.then(|| t.elapsed().as_secs_f64())
+}
+
+/// What a command writes: (octets, lines). Read untimed: counting costs the reader time.
+fn count(argv: &[String]) -> Option<(u64, u64)> {
+    let (prog, args) = argv.split_first()?;
     let mut child = Command::new(prog)
         .args(args)
         .stdin(Stdio::null())
@@ -73,25 +89,23 @@ fn run(argv: &[String]) -> Option<(f64, u64, u64)> {
         match out.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
+                let b = buf.get(..n).unwrap_or(&[]);
                 octets += n as u64;
-                lines += buf
-                    .get(..n)
-                    .unwrap_or(&[])
-                    .iter()
-                    .filter(|b| **b == b'\n')
-                    .count() as u64;
+                lines += b.iter().filter(|c| **c == b'\n').count() as u64;
             }
         }
     }
-    let ok = child.wait().ok()?.success();
-    ok.then(|| (t.elapsed().as_secs_f64(), octets, lines))
+    child.wait().ok()?.success().then_some((octets, lines))
 }
 
-/// Times the whole-table command `runs` times: (median seconds, octets, lines of one run).
+/// Times the whole-table command `runs` times into /dev/null: (median seconds, octets,
+/// lines of one more run, read and counted).
 pub fn time(argv: &[String], runs: usize) -> Option<(f64, u64, u64)> {
-    let mut v: Vec<(f64, u64, u64)> = (0..runs).filter_map(|_| run(argv)).collect();
-    v.sort_by(|a, b| a.0.total_cmp(&b.0));
-    v.get(v.len() / 2).copied()
+    let mut v: Vec<f64> = (0..runs).filter_map(|_| run(argv)).collect();
+    v.sort_by(|a, b| a.total_cmp(b));
+    let t = *v.get(v.len() / 2)?;
+    let (octets, lines) = count(argv)?;
+    Some((t, octets, lines))
 }
 
 /// A client asking `show route` then `show bgp summary` over and over, as fast as it can.

@@ -589,6 +589,33 @@ fn show_and_clear_commands_with_bird_peers() {
     // configure reload of the unchanged file changes nothing.
     let (text, ok) = cli(&sock, &["configure", "reload"]);
     assert!(ok && text.starts_with("configuration unchanged"), "{text}");
+    // A file with an error: rejected, the error named by file, line and key, nothing changed.
+    let conf = dir.join("ribshard.toml");
+    let good = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, good.replace("peer-as = 65042", "peer-as = \"x\"")).unwrap();
+    let (text, ok) = cli(&sock, &["--json", "configure", "reload"]);
+    assert!(ok, "{text}");
+    let r: ribshard_mgmt::api::ReloadReply = serde_json::from_str(&text).unwrap();
+    assert_eq!(r.outcome, "rejected");
+    assert_eq!(r.errors.len(), 1, "{r:?}");
+    let e = &r.errors[0];
+    assert!(
+        e.starts_with(&format!("{}:", conf.display())) && e.contains(":24: bgp.group[1].peer-as: "),
+        "{e}"
+    );
+    // Thread counts applied live, the sessions kept.
+    std::fs::write(
+        &conf,
+        good.replace("number-of-shards = 2", "number-of-shards = 1"),
+    )
+    .unwrap();
+    let (text, ok) = cli(&sock, &["configure", "reload"]);
+    assert!(ok && text.starts_with("configuration applied"), "{text}");
+    assert!(text.contains("re-sharded"), "{text}");
+    let s: Summary = json(&sock, &["show", "bgp", "summary"]);
+    assert_eq!((s.threading.shards, s.down_peers), (1, 0));
+    assert_eq!(s.threading.mode, "update-threading");
+    assert_eq!(s.tables[0].total_paths, 5);
 }
 
 #[test]

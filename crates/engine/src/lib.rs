@@ -6,11 +6,15 @@
 //! negotiates capabilities, runs keepalive, hold and send-hold timers, applies TCP MD5 and
 //! GTSM, enforces prefix limits, parses and interns received routes and batches them per shard;
 //! and the pipeline ([`pipeline`]): shard threads and update threads, whose numbers can change
-//! while sessions stay up (re-sharding). Sessions are added and removed while running.
+//! while sessions stay up (re-sharding). Sessions are added and removed while running. It
+//! answers the management API's questions (counts, walks of the routes a chunk at a time,
+//! queues) between routing work, and measures itself ([`telemetry`]: work per thread,
+//! queues, convergence latencies).
 //!
 //! It must never run routing work on a session task (keepalives and hold timers must not wait
-//! behind route processing: sessions only frame, parse, intern and batch), and never block an
-//! update thread on a shard (the one direction that would close a cycle of full queues).
+//! behind route processing: sessions only frame, parse, intern and batch), never block an
+//! update thread on a shard (the one direction that would close a cycle of full queues), and
+//! never let a question (`show route`) delay routing by more than a chunk now and then.
 
 pub mod negotiate;
 pub mod pipeline;

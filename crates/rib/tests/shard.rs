@@ -234,6 +234,17 @@ proptest! {
                 continue;
             };
             family.prefixes += 1;
+            // The brief view (no explanations, the active path as reported) agrees with the
+            // explained one on every path's standing and order.
+            let brief = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: false }).unwrap();
+            let standing = |v: &ribshard_rib::RouteView| -> Vec<(u32, u32, u8)> {
+                v.paths.iter().map(|x| (x.path.peer, x.path.path_id, match x.state {
+                    PathState::Active { .. } => 0,
+                    PathState::Inactive { .. } => 1,
+                    PathState::Ineligible(_) => 2,
+                })).collect()
+            };
+            prop_assert_eq!(standing(&brief), standing(&v));
             for pv in &v.paths {
                 let c = &mut want[pv.path.peer as usize][0];
                 c.received += 1;

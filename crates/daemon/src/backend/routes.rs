@@ -22,7 +22,7 @@ fn chunk_paths(text: bool, detail: bool) -> usize {
     if text && !detail {
         8192
     } else {
-        3072
+        1536
     }
 }
 

@@ -9,7 +9,7 @@
 //! - work for an update group: a [`ToUpdate`] variant that names its group (it then follows
 //!   the group to whichever update thread runs it).
 
-use super::update::UpdateWorker;
+use super::update_thread::UpdateWorker;
 use ribshard_adjout::{Entry, GroupId, MemberId, Sink};
 use ribshard_rib::{
     Exported, FamilyCounts, GroupSpec, PathFilter, PeerCounts, PeerIndex, PeerInfo, RouteAttrs,

@@ -34,8 +34,8 @@ mod batcher;
 mod lanes;
 mod messages;
 mod query;
-mod shard;
-mod update;
+mod shard_thread;
+mod update_thread;
 
 pub use batcher::Batcher;
 pub use lanes::{reserve, Lanes};
@@ -429,7 +429,7 @@ impl Pipeline {
             groups.extend(
                 surrender(u, ToUpdate::Surrender)
                     .and_then(|h| h.worker)
-                    .map_or(Vec::new(), update::UpdateWorker::into_groups),
+                    .map_or(Vec::new(), update_thread::UpdateWorker::into_groups),
             );
         }
         let mut tables = Vec::new();
@@ -611,9 +611,9 @@ fn spawn_threads(
     let update_queues: Vec<Arc<QueueStats>> =
         (0..config.update_threads).map(|_| Arc::default()).collect();
     let place = |g: GroupId| placement.get(&g).copied().unwrap_or(0);
-    let mut workers: Vec<update::UpdateWorker> = (0..config.update_threads.max(1))
+    let mut workers: Vec<update_thread::UpdateWorker> = (0..config.update_threads.max(1))
         .map(|i| {
-            update::UpdateWorker::new(
+            update_thread::UpdateWorker::new(
                 i,
                 config.shards,
                 config.write_queue,
@@ -636,11 +636,11 @@ fn spawn_threads(
             // Thread names fit Linux's 15 characters, so `top -H` tells them apart.
             let name = format!("rs-update-{}", w.index());
             let q = q.clone();
-            threads.push(spawn(name, move || update::run(w, rx, q)));
+            threads.push(spawn(name, move || update_thread::run(w, rx, q)));
         }
     }
     for (i, (rx, table)) in shard_rx.into_iter().zip(tables).enumerate() {
-        let mut w = shard::ShardWorker::new(
+        let mut w = shard_thread::ShardWorker::new(
             i,
             config,
             (update_tx.clone(), update_queues.clone()),
@@ -649,7 +649,9 @@ fn spawn_threads(
         );
         w.resume(table, shard_groups, &place);
         let q = shard_queues.get(i).cloned().unwrap_or_default();
-        threads.push(spawn(format!("rs-shard-{i}"), move || shard::run(w, rx, q)));
+        threads.push(spawn(format!("rs-shard-{i}"), move || {
+            shard_thread::run(w, rx, q)
+        }));
     }
     let lanes = Lanes {
         epoch,

@@ -3,7 +3,7 @@
 //! (so a walk of a whole table holds one chunk, never the table), the longest match of an
 //! address, and the walk that counts what an update group advertises.
 
-use super::{Dest, Path, PeerIndex, PeerInfo, Position, Shard, REPORTED};
+use super::{Dest, Path, PeerIndex, PeerInfo, Position, Shard, DIRTY, REPORTED};
 use crate::decision::{best_path, compare, deciding_step, Candidate, Step};
 use crate::prefix_map::{v4_key, v4_prefix};
 use ribshard_wire::{Family, Prefix};
@@ -117,6 +117,9 @@ impl Shard {
 
     fn view(&self, prefix: Prefix, d: &Dest, filter: PathFilter) -> RouteView {
         let dec = self.decider();
+        if !filter.explain && self.options.multipath.is_none() && d.flags & DIRTY == 0 {
+            return self.brief_view(prefix, d, filter);
+        }
         SCRATCH.with(|scratch| {
             let mut scratch = scratch.borrow_mut();
             let (cands, index) = &mut *scratch;
@@ -205,6 +208,62 @@ impl Shard {
             }
             RouteView { prefix, paths }
         })
+    }
+
+    /// A decided prefix without explanations (`show route`, a whole table of them): the
+    /// active path is the one last reported, so the decision process need not run again.
+    fn brief_view(&self, prefix: Prefix, d: &Dest, filter: PathFilter) -> RouteView {
+        let dec = self.decider();
+        let reported = d.reported();
+        let mut paths: Vec<PathView> = Vec::with_capacity(d.paths.len());
+        for p in &d.paths {
+            if p.gone() || filter.peer.is_some_and(|peer| peer != p.peer) {
+                continue;
+            }
+            let state = if Some(p.arrival) == reported {
+                PathState::Active { over: None }
+            } else if dec.eligible(p) {
+                PathState::Inactive {
+                    step: None,
+                    in_group: false,
+                }
+            } else if !filter.hidden {
+                continue;
+            } else if p.attrs.loop_free {
+                PathState::Ineligible(Ineligible::Rejected)
+            } else {
+                PathState::Ineligible(Ineligible::Loop)
+            };
+            paths.push(PathView {
+                path: p.clone(),
+                peer: self.peer(p.peer),
+                state,
+                multipath: false,
+            });
+        }
+        // Active first, then by preference (two paths need no comparison), then ineligible.
+        let rank = |v: &PathView| match v.state {
+            PathState::Active { .. } => 0,
+            PathState::Inactive { .. } => 1,
+            PathState::Ineligible(_) => 2,
+        };
+        if let [a, b] = paths.as_slice() {
+            if rank(b) < rank(a) {
+                paths.swap(0, 1);
+            }
+        } else if paths.len() > 2 {
+            paths.sort_by(|a, b| {
+                rank(a).cmp(&rank(b)).then_with(|| {
+                    if rank(a) == 1 {
+                        let (x, y) = (dec.candidate(&a.path), dec.candidate(&b.path));
+                        compare(&x, &y, false, &self.options)
+                    } else {
+                        a.path.arrival.cmp(&b.path.arrival)
+                    }
+                })
+            });
+        }
+        RouteView { prefix, paths }
     }
 
     /// Why the best of `cands` (at `best`) beat the best of the others.

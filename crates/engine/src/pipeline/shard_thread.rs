@@ -5,7 +5,7 @@
 //! the table as decided.
 
 use super::lanes::blocking;
-use super::update::UpdateWorker;
+use super::update_thread::UpdateWorker;
 use super::{
     Broadcast, GroupCounts, Handover, Membership, PipelineConfig, Query, RouteChunk, RouteQuery,
     Selection, ShardStats, ShownRoute, ToShard, ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
@@ -105,6 +105,8 @@ pub(super) struct ShardWorker {
     /// by more than a chunk now and then, and still make progress under sustained churn.
     deferred: VecDeque<(RouteQuery, tokio::sync::oneshot::Sender<RouteChunk>)>,
     last_answer: Instant,
+    /// The size of the last chunk rendered, and a little more: the next one's buffer.
+    rendered_hint: usize,
 }
 
 /// How long a walk question waits at most while routing keeps the shard busy.
@@ -160,6 +162,7 @@ impl ShardWorker {
             selected: None,
             deferred: VecDeque::new(),
             last_answer: Instant::now(),
+            rendered_hint: 0,
         }
     }
 
@@ -433,12 +436,14 @@ impl ShardWorker {
         if let Some(render) = &q.render {
             // The whole chunk into one buffer, each route a slice of it: one allocation a
             // chunk, and its paths dropped (the walk's merge needs only the prefix).
-            let mut out = Vec::with_capacity(q.max_paths * 160);
+            // About what the last chunk took, so the buffer rarely grows (a copy each time).
+            let mut out = Vec::with_capacity(self.rendered_hint.max(4096));
             let mut ends = Vec::with_capacity(routes.len());
             for r in &routes {
                 render.render(r, &mut out);
                 ends.push(out.len());
             }
+            self.rendered_hint = out.len() + out.len() / 8;
             let text = bytes::Bytes::from(out);
             let mut start = 0;
             for (r, end) in routes.iter_mut().zip(ends) {

@@ -171,7 +171,7 @@ impl UpdateWorker {
                 let thread = self.index;
                 let _ = reply.send(UpdateThreadStats {
                     thread: self.shard_tx.is_some().then_some(thread),
-                    cpu_seconds: super::shard::thread_cpu_seconds(),
+                    cpu_seconds: super::shard_thread::thread_cpu_seconds(),
                     queue_high_water: self.queue_high_water,
                     groups: self
                         .groups
