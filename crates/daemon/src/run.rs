@@ -79,19 +79,13 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             },
             opts.config_file.clone(),
         );
-        let api = ribshard_mgmt::server::serve(Arc::new(Api(daemon.clone())), &server)
-            .await
-            .map_err(|e| format!("management.socket / management.listen: {e}"))?;
-        let sampler = {
-            let d = daemon.clone();
-            tokio::spawn(async move {
-                let mut every = tokio::time::interval(Duration::from_secs(1));
-                loop {
-                    every.tick().await;
-                    d.sample().await;
-                }
-            })
+        let (reloads, mut reload_rx) = mpsc::channel(4);
+        let api = Api {
+            daemon: daemon.clone(),
+            reloads,
         };
+        let management = Management::start(api, server)
+            .map_err(|e| format!("management.socket / management.listen: {e}"))?;
         let mut dump = match &opts.dump_updates {
             Some(path) => Some(MrtWriter::new(BufWriter::new(
                 std::fs::File::create(path)
@@ -124,15 +118,18 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                     crate::reload::reload(&daemon).await;
                     main_work.item(began.elapsed());
                 }
+                Some(reply) = reload_rx.recv() => {
+                    let began = Instant::now();
+                    info!("configure reload: reloading the configuration");
+                    let _ = reply.send(crate::reload::reload(&daemon).await);
+                    main_work.item(began.elapsed());
+                }
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
             }
         }
         info!("shutting down: Cease / Administrative Shutdown to every neighbor");
-        for t in api {
-            t.abort();
-        }
-        sampler.abort();
+        management.stop();
         let socket = daemon.live.read().await.config.management.socket.clone();
         let _ = std::fs::remove_file(socket);
         // Sessions end before the pipeline: what they queued goes through first.
@@ -200,6 +197,84 @@ fn consume(
             ) {
                 warn!("cannot write the update dump: {e}");
             }
+        }
+    }
+}
+
+/// The management API and the sampler, on a thread of their own at a lower scheduling
+/// priority (nice +10): answering show commands (merging walks, writing replies) yields the
+/// CPU to sessions and shards, so a client looping `show route` does not slow routing down.
+struct Management {
+    stop: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Management {
+    fn start(api: Api, server: ServerConfig) -> Result<Management, std::io::Error> {
+        let (ready_tx, ready_rx) = std::sync::mpsc::channel();
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let thread = std::thread::Builder::new()
+            .name("rs-mgmt".into())
+            .spawn(move || {
+                let _work = register(ThreadKind::Management, 0);
+                // SAFETY: setpriority on this thread (PRIO_PROCESS with a thread id applies to
+                // the thread on Linux); lowering one's own priority needs no privilege.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+                }
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        let _ = ready_tx.send(Err(e));
+                        return;
+                    }
+                };
+                rt.block_on(async move {
+                    let daemon = api.daemon.clone();
+                    let tasks = match ribshard_mgmt::server::serve(Arc::new(api), &server).await {
+                        Ok(t) => t,
+                        Err(e) => {
+                            let _ = ready_tx.send(Err(e));
+                            return;
+                        }
+                    };
+                    let _ = ready_tx.send(Ok(()));
+                    let sampler = tokio::spawn(async move {
+                        let mut every = tokio::time::interval(Duration::from_secs(1));
+                        loop {
+                            every.tick().await;
+                            daemon.sample().await;
+                        }
+                    });
+                    let _ = stopped.await;
+                    sampler.abort();
+                    for t in tasks {
+                        t.abort();
+                    }
+                });
+            })?;
+        match ready_rx.recv() {
+            Ok(Ok(())) => Ok(Management {
+                stop: Some(stop),
+                thread: Some(thread),
+            }),
+            Ok(Err(e)) => {
+                let _ = thread.join();
+                Err(e)
+            }
+            Err(_) => Err(std::io::Error::other("the management thread ended")),
+        }
+    }
+
+    fn stop(mut self) {
+        if let Some(s) = self.stop.take() {
+            let _ = s.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
         }
     }
 }

@@ -98,6 +98,8 @@ pub enum ThreadKind {
     Ticker,
     /// The daemon's main thread: signals, reloads, commands.
     Main,
+    /// The management API and its sampler.
+    Management,
 }
 
 impl ThreadKind {
@@ -108,6 +110,7 @@ impl ThreadKind {
             ThreadKind::Update => "update",
             ThreadKind::Ticker => "ticker",
             ThreadKind::Main => "main",
+            ThreadKind::Management => "mgmt",
         }
     }
 }

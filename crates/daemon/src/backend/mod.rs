@@ -19,9 +19,13 @@ use std::sync::Arc;
 use std::time::{Instant, SystemTime};
 use tokio::sync::mpsc;
 
-/// The daemon as the API server sees it.
+/// The daemon as the API server sees it. Reloads go to the daemon's main loop (`reloads`),
+/// which runs them on the sessions' runtime, where the sessions they start must live.
 #[derive(Clone)]
-pub struct Api(pub Arc<Daemon>);
+pub struct Api {
+    pub daemon: Arc<Daemon>,
+    pub reloads: mpsc::Sender<tokio::sync::oneshot::Sender<ReloadReply>>,
+}
 
 const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
 
@@ -307,9 +311,9 @@ impl Api {
 
 impl Backend for Api {
     async fn summary(&self) -> Summary {
-        let p = Pipeline::read(&self.0).await;
-        let live = self.0.live.read().await;
-        let c = self.0.pipeline.config();
+        let p = Pipeline::read(&self.daemon).await;
+        let live = self.daemon.live.read().await;
+        let c = self.daemon.pipeline.config();
         let mode = match (c.shards, c.update_threads) {
             (_, 0) => "none",
             (1, _) => "update-threading",
@@ -376,8 +380,8 @@ impl Backend for Api {
     }
 
     async fn neighbors(&self, address: Option<String>) -> Result<Vec<Neighbor>, ApiError> {
-        let p = Pipeline::read(&self.0).await;
-        let live = self.0.live.read().await;
+        let p = Pipeline::read(&self.daemon).await;
+        let live = self.daemon.live.read().await;
         let wanted = match &address {
             Some(a) => Some(peer_index(&live, a)?),
             None => None,
@@ -391,8 +395,8 @@ impl Backend for Api {
     }
 
     async fn groups(&self, name: Option<String>) -> Result<Vec<Group>, ApiError> {
-        let p = Pipeline::read(&self.0).await;
-        let live = self.0.live.read().await;
+        let p = Pipeline::read(&self.daemon).await;
+        let live = self.daemon.live.read().await;
         let mut by_name: BTreeMap<&str, Vec<&(usize, PeerSettings)>> = BTreeMap::new();
         for a in &live.active {
             by_name
@@ -530,8 +534,8 @@ impl Backend for Api {
     }
 
     async fn route_summary(&self) -> RouteSummary {
-        let stats = self.0.pipeline.shard_stats().await;
-        let live = self.0.live.read().await;
+        let stats = self.daemon.pipeline.shard_stats().await;
+        let live = self.daemon.live.read().await;
         let tables = FAMILIES
             .iter()
             .map(|f| {
@@ -564,7 +568,11 @@ impl Backend for Api {
                 }
             })
             .collect();
-        let s = self.0.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let s = self
+            .daemon
+            .samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         RouteSummary {
             local_as: live.config.local_as,
             router_id: live.config.router_id.to_string(),
@@ -583,14 +591,18 @@ impl Backend for Api {
     }
 
     async fn routes(&self, q: RouteRequest) -> Result<mpsc::Receiver<bytes::Bytes>, ApiError> {
-        routes::routes(&self.0, q).await
+        routes::routes(&self.daemon, q).await
     }
 
     async fn threads(&self) -> Threads {
         let now = Instant::now();
         let cpu = ribshard_mgmt::procfs::threads();
         let work = telemetry::threads();
-        let samples = self.0.samples.lock().unwrap_or_else(|e| e.into_inner());
+        let samples = self
+            .daemon
+            .samples
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
         let threads = cpu
             .iter()
             .map(|t| {
@@ -612,9 +624,9 @@ impl Backend for Api {
     }
 
     async fn work_queues(&self) -> WorkQueues {
-        let p = Pipeline::read(&self.0).await;
-        let q = self.0.pipeline.queues();
-        let live = self.0.live.read().await;
+        let p = Pipeline::read(&self.daemon).await;
+        let q = self.daemon.pipeline.queues();
+        let live = self.daemon.live.read().await;
         let info =
             |kind: &str, thread: String, s: &ribshard_engine::pipeline::QueueState| QueueInfo {
                 kind: kind.into(),
@@ -667,9 +679,9 @@ impl Backend for Api {
     }
 
     async fn convergence(&self) -> Convergence {
-        let updates = self.0.pipeline.update_stats().await;
-        let t = self.0.pipeline.telemetry();
-        let live = self.0.live.read().await;
+        let updates = self.daemon.pipeline.update_stats().await;
+        let t = self.daemon.pipeline.telemetry();
+        let live = self.daemon.live.read().await;
         let written = t.written_snapshot();
         let group_name = |id: u32| {
             let running = updates
@@ -682,7 +694,7 @@ impl Backend for Api {
                 (None, None) => format!("update group {id}"),
             }
         };
-        let groups_now = self.0.pipeline.groups();
+        let groups_now = self.daemon.pipeline.groups();
         let neighbors = t
             .neighbors()
             .into_iter()
@@ -737,7 +749,7 @@ impl Backend for Api {
                 )))
             }
         };
-        let live = self.0.live.read().await;
+        let live = self.daemon.live.read().await;
         let targets: Vec<usize> = if r.neighbor == "all" {
             live.active.iter().map(|(i, _)| *i).collect()
         } else {
@@ -773,6 +785,15 @@ impl Backend for Api {
     }
 
     async fn reload(&self) -> ReloadReply {
-        crate::reload::reload(&self.0).await
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let gone = || ReloadReply {
+            outcome: "rejected".into(),
+            errors: vec!["the daemon is shutting down".into()],
+            ..ReloadReply::default()
+        };
+        if self.reloads.send(tx).await.is_err() {
+            return gone();
+        }
+        rx.await.unwrap_or_else(|_| gone())
     }
 }

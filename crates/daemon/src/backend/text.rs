@@ -8,7 +8,7 @@ use ribshard_engine::pipeline::ShownRoute;
 use ribshard_rib::attrs::NORMALIZED;
 use ribshard_rib::{Ineligible, PathState, PathView};
 use ribshard_wire::attr;
-use ribshard_wire::update::{segment, AttrsView, RawAttrIter};
+use ribshard_wire::update::{segment, AsPathView, AttrsView, RawAttrIter};
 use ribshard_wire::{parse_attributes_only, Origin};
 use std::io::Write;
 use std::net::{Ipv4Addr, Ipv6Addr};
@@ -171,8 +171,8 @@ fn next_hop(out: &mut Vec<u8>, s: &Shown<'_>) {
     }
 }
 
-fn as_path(out: &mut Vec<u8>, a: &AttrsView<'_>) {
-    let Some(path) = &a.as_path else { return };
+fn as_path(out: &mut Vec<u8>, path: Option<&AsPathView<'_>>) {
+    let Some(path) = path else { return };
     let mut first = true;
     for s in path.segments() {
         if !first {
@@ -210,11 +210,50 @@ fn peer<'a>(names: &'a PeerNames, p: &PathView) -> (&'a str, u32) {
         .map_or(("?", 0), |(a, asn)| (a.as_str(), *asn))
 }
 
+/// What the brief layout reads of an attribute set, found by walking its attributes once
+/// without validating them again (they were when the set was interned or exported).
+#[derive(Default)]
+struct Brief<'a> {
+    origin: Option<Origin>,
+    as_path: Option<AsPathView<'a>>,
+    next_hop_v4: Option<[u8; 4]>,
+    med: Option<u32>,
+    local_pref: Option<u32>,
+}
+
+fn u32_of(v: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(v.get(..4)?.try_into().ok()?))
+}
+
+fn brief_attrs(raw: &[u8], four_octet: bool) -> Brief<'_> {
+    let mut b = Brief::default();
+    for a in RawAttrIter::new(raw) {
+        match a.type_code {
+            attr::ORIGIN => b.origin = a.value.first().and_then(|o| Origin::from_u8(*o)),
+            attr::AS_PATH => b.as_path = AsPathView::parse(a.value, four_octet),
+            attr::NEXT_HOP => b.next_hop_v4 = a.value.get(..4).and_then(|v| v.try_into().ok()),
+            attr::MULTI_EXIT_DISC => b.med = u32_of(a.value),
+            attr::LOCAL_PREF => b.local_pref = u32_of(a.value),
+            _ => {}
+        }
+    }
+    b
+}
+
 /// One route of `show route`.
 pub(super) fn brief(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
     let now = clock();
     for (i, p) in r.view.paths.iter().enumerate() {
-        let Some(s) = shown(r, p) else { continue };
+        let (a, next_hop) = match &r.advertised {
+            Some((e, params)) => (
+                brief_attrs(&e.attrs, params.four_octet_as),
+                &e.mp_next_hop[..],
+            ),
+            None => (
+                brief_attrs(p.path.attrs.raw(), true),
+                p.path.attrs.next_hop(),
+            ),
+        };
         let start = out.len();
         if i == 0 {
             prefix(out, &r.view.prefix);
@@ -227,11 +266,11 @@ pub(super) fn brief(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
             b" [BGP/170] "
         });
         age(out, age_of(now, p));
-        if let Some(lp) = s.attrs.local_pref {
+        if let Some(lp) = a.local_pref {
             out.extend_from_slice(b", localpref ");
             num(out, u64::from(lp));
         }
-        if let Some(m) = s.attrs.med {
+        if let Some(m) = a.med {
             out.extend_from_slice(b", MED ");
             num(out, u64::from(m));
         }
@@ -243,13 +282,29 @@ pub(super) fn brief(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
         out.push(b'\n');
         spaces(out, 22);
         out.extend_from_slice(b"AS path: ");
-        as_path(out, &s.attrs);
+        as_path(out, a.as_path.as_ref());
         out.push(b' ');
-        out.extend_from_slice(origin_letter(s.attrs.origin));
+        out.extend_from_slice(origin_letter(a.origin));
         out.push(b'\n');
         spaces(out, 20);
         out.extend_from_slice(b"> to ");
-        next_hop(out, &s);
+        match (next_hop.len(), a.next_hop_v4) {
+            // IPv4 unicast as exported: NEXT_HOP.
+            (0, Some(nh)) => ipv4(out, nh),
+            (4, _) => {
+                if let Ok(nh) = <[u8; 4]>::try_from(next_hop) {
+                    ipv4(out, nh);
+                }
+            }
+            _ => {
+                if let Some(g) = next_hop
+                    .get(..16)
+                    .and_then(|g| <[u8; 16]>::try_from(g).ok())
+                {
+                    let _ = write!(out, "{}", Ipv6Addr::from(g));
+                }
+            }
+        }
         out.push(b'\n');
     }
 }
@@ -321,7 +376,7 @@ pub(super) fn detail(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
         out.push(b'\n');
         out.extend_from_slice(PAD);
         out.extend_from_slice(b"AS path: ");
-        as_path(out, a);
+        as_path(out, a.as_path.as_ref());
         out.push(b' ');
         out.extend_from_slice(origin_letter(a.origin));
         out.push(b'\n');
