@@ -88,7 +88,7 @@ impl Histogram {
 /// What kind of work a thread does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum ThreadKind {
-    /// A tokio worker: session I/O (framing, FSM, parsing) and the management API.
+    /// A tokio worker: session I/O (framing, FSM, parsing).
     Session,
     /// A RIB shard.
     Shard,
@@ -98,7 +98,7 @@ pub enum ThreadKind {
     Ticker,
     /// The daemon's main thread: signals, reloads, commands.
     Main,
-    /// The management API and its sampler.
+    /// The management API and its sampler (`rs-mgmt`, at nice +10).
     Management,
 }
 

@@ -105,12 +105,27 @@ pub(super) struct ShardWorker {
     /// by more than a chunk now and then, and still make progress under sustained churn.
     deferred: VecDeque<(RouteQuery, tokio::sync::oneshot::Sender<RouteChunk>)>,
     last_answer: Instant,
+    /// How busy routing kept the shard: wall time spent on messages in the window since
+    /// `load_window`, and whether the last window was mostly routing ([`LOADED_SHARE`]).
+    /// A shard waiting for its next batch while converging leaves its core to the update
+    /// threads and sessions, which need it more than a show command does.
+    load_window: Instant,
+    load_routing: std::time::Duration,
+    loaded: bool,
     /// The size of the last chunk rendered, and a little more: the next one's buffer.
     rendered_hint: usize,
 }
 
 /// How long a walk question waits at most while routing keeps the shard busy.
 const QUERY_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// The window over which a shard measures how much of its time routing takes.
+const LOAD_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Above this share of a window spent routing, a shard is converging: walk questions get
+/// one chunk every [`QUERY_WAIT`] rather than every moment the queue is empty. A trickle of
+/// churn stays far below it, so steady-state show commands run at full speed.
+const LOADED_SHARE: f64 = 0.25;
 
 /// How many chunks one scan of a family selects for a walk.
 const SELECT_AHEAD: usize = 32;
@@ -162,6 +177,9 @@ impl ShardWorker {
             selected: None,
             deferred: VecDeque::new(),
             last_answer: Instant::now(),
+            load_window: Instant::now(),
+            load_routing: std::time::Duration::ZERO,
+            loaded: false,
             rendered_hint: 0,
         }
     }
@@ -232,12 +250,31 @@ impl ShardWorker {
         !self.walks.is_empty() || !self.dumps.is_empty()
     }
 
-    /// Work to do while the queue is empty: the walks, questions waiting, and counting
-    /// what groups advertise.
+    /// Work to do while the queue is empty: the walks, questions waiting (unless routing
+    /// has kept the shard loaded: then they wait for [`QUERY_WAIT`]), and counting what
+    /// groups advertise.
     fn has_work(&self) -> bool {
         self.busy()
-            || !self.deferred.is_empty()
+            || (!self.deferred.is_empty() && !self.loaded)
             || self.groups.values().any(|g| g.advertised.walk.is_some())
+    }
+
+    /// Adds routing time to the load window, closing the window when it has run its length.
+    /// A shard that waits with questions pending is woken by the pipeline's tick
+    /// (200 ms), which closes a quiet window and so lets the questions through.
+    /// A window already a tenth gone and mostly routing counts at once, so a burst is
+    /// protected from its start rather than from the end of the first window.
+    fn note_load(&mut self, routing: std::time::Duration) {
+        self.load_routing += routing;
+        let elapsed = self.load_window.elapsed();
+        let busy = self.load_routing.as_secs_f64() > LOADED_SHARE * elapsed.as_secs_f64();
+        if elapsed >= LOAD_WINDOW {
+            self.loaded = busy;
+            self.load_window = Instant::now();
+            self.load_routing = std::time::Duration::ZERO;
+        } else if busy && elapsed >= LOAD_WINDOW / 10 {
+            self.loaded = true;
+        }
     }
 
     /// Handles a message; false to stop.
@@ -835,6 +872,7 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 if depth == 0 || w.since_drain >= 16 {
                     w.drain();
                 }
+                w.note_load(began.elapsed());
                 if w.overdue() {
                     w.answer_deferred();
                 }
@@ -845,13 +883,21 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
             }
             None => {
                 // Nothing to route: walks routing waits for, then questions, then counting.
-                if !w.busy() && !w.deferred.is_empty() {
+                let routing = w.busy();
+                if !routing && !w.deferred.is_empty() && !w.loaded {
                     w.answer_deferred();
                 } else {
                     w.step();
                 }
                 w.drain();
-                work.item(began.elapsed());
+                let took = began.elapsed();
+                // Dumps to new members are routing; answering and counting are not.
+                w.note_load(if routing {
+                    took
+                } else {
+                    std::time::Duration::ZERO
+                });
+                work.item(took);
             }
         }
     }

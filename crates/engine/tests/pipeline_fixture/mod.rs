@@ -1,0 +1,206 @@
+//! What the pipeline tests share: upstream peers and their interned attribute sets, the
+//! downstream members and their groups, a sink that keeps what a member is sent, and starting
+//! and feeding a pipeline without sockets.
+#![allow(dead_code)]
+
+use ribshard_adjout::Sink;
+use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Routed, Target};
+use ribshard_rib::{GroupKind, GroupSpec, LoopChecks, Options, PeerInfo, RouteAttrs};
+use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::{Family, Origin, Prefix, SessionParams};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, Ipv6Addr};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub const LOCAL_AS: u32 = 65000;
+pub const CLUSTER: u32 = 0x0101_0101;
+
+#[derive(Clone)]
+pub struct TestSink {
+    pub bytes: Arc<Mutex<Vec<u8>>>,
+    pub queued: Arc<AtomicUsize>,
+}
+
+impl Sink for TestSink {
+    fn send(&self, out: ribshard_adjout::Outgoing) -> bool {
+        self.bytes.lock().unwrap().extend_from_slice(&out.bytes);
+        true
+    }
+    fn queued(&self) -> usize {
+        self.queued.load(Ordering::Relaxed)
+    }
+}
+
+impl TestSink {
+    pub fn new() -> TestSink {
+        TestSink {
+            bytes: Arc::default(),
+            queued: Arc::default(),
+        }
+    }
+}
+
+pub fn start(shards: usize, update_threads: usize) -> Arc<Pipeline> {
+    Pipeline::start(PipelineConfig {
+        shards,
+        update_threads,
+        options: Options::default(),
+        write_queue: Default::default(),
+    })
+}
+
+pub fn send_all<T: Into<Routed>>(p: &Pipeline, msgs: Vec<T>) {
+    msgs.into_iter().for_each(|t| p.blocking_send(t));
+}
+
+/// Hands a batcher's routes to their shards.
+pub fn flush(p: &Pipeline, b: &mut Batcher) {
+    send_all(
+        p,
+        b.take()
+            .into_iter()
+            .map(|(i, m)| Target::Shard(i, m))
+            .collect(),
+    );
+}
+
+/// Upstream peers: 0 and 1 in AS 65001 (MED compared), 2 in AS 65002, 3 an iBGP route
+/// reflection client.
+pub fn upstream(i: u32) -> PeerInfo {
+    PeerInfo {
+        ebgp: i != 3,
+        router_id: 0x0a00_0001 + i,
+        address: u128::from(0x7f00_0010 + i),
+        local_as: LOCAL_AS,
+        peer_as: [65001, 65001, 65002, LOCAL_AS][i as usize],
+        import_accept: true,
+        rr_cluster: (i == 3).then_some(CLUSTER),
+        rs_client: false,
+    }
+}
+
+pub fn params() -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    }
+}
+
+/// Downstream members: (group name, kind, peer AS).
+pub const MEMBERS: [(&str, GroupKind, u32); 6] = [
+    ("transit", GroupKind::External, 65010),
+    ("transit", GroupKind::External, 65010),
+    ("back-to-65001", GroupKind::External, 65001),
+    (
+        "ibgp",
+        GroupKind::Internal {
+            client_cluster: None,
+        },
+        LOCAL_AS,
+    ),
+    (
+        "clients",
+        GroupKind::Internal {
+            client_cluster: Some(CLUSTER),
+        },
+        LOCAL_AS,
+    ),
+    ("rs", GroupKind::RouteServer, 0),
+];
+
+pub fn spec(m: usize) -> GroupSpec {
+    let (name, kind, peer_as) = MEMBERS[m];
+    GroupSpec {
+        name: name.into(),
+        kind,
+        local_as: LOCAL_AS,
+        global_as: None,
+        peer_as,
+        router_id: Ipv4Addr::new(192, 0, 2, 1),
+        next_hop_self: kind == GroupKind::External,
+        local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
+        local_v6: None,
+        export_accept: true,
+        params: params(),
+        families: [true, true],
+        role: None,
+    }
+}
+
+pub fn member_peer(m: usize) -> u32 {
+    10 + m as u32
+}
+
+pub fn prefix(i: u8) -> Prefix {
+    if i < 32 {
+        Prefix::v4(Ipv4Addr::new(10, i, 0, 0), 16).unwrap()
+    } else {
+        Prefix::v6(
+            Ipv6Addr::new(0x2001, 0xdb8, u16::from(i), 0, 0, 0, 0, 0),
+            48,
+        )
+        .unwrap()
+    }
+}
+
+/// Attribute sets per (peer, variant, family), interned: one `Arc` each.
+pub struct Pool(pub HashMap<(u32, u8, Family), Arc<RouteAttrs>>);
+
+impl Pool {
+    pub fn get(&mut self, peer: u32, variant: u8, f: Family) -> Arc<RouteAttrs> {
+        self.0
+            .entry((peer, variant, f))
+            .or_insert_with(|| {
+                let info = upstream(peer);
+                let mut path: Vec<u32> = if info.ebgp {
+                    vec![info.peer_as]
+                } else {
+                    vec![]
+                };
+                path.extend((0..variant % 3).map(|k| 64600 + u32::from(k)));
+                if variant == 4 {
+                    // A loop: our own AS in the path; kept but never eligible.
+                    path.push(LOCAL_AS);
+                }
+                let mut v = vec![
+                    AttrValue::Origin(Origin::Igp),
+                    AttrValue::AsPath(AsPath::sequence(path)),
+                    AttrValue::Med(u32::from(variant) * 10 + peer),
+                    AttrValue::Communities(vec![65000 << 16 | u32::from(variant)]),
+                ];
+                if !info.ebgp {
+                    v.push(AttrValue::LocalPref(100 + u32::from(variant)));
+                }
+                let nh: Vec<u8> = match f {
+                    Family::Ipv4Unicast => {
+                        v.push(AttrValue::NextHop(Ipv4Addr::new(
+                            198,
+                            51,
+                            100,
+                            peer as u8 + 1,
+                        )));
+                        vec![198, 51, 100, peer as u8 + 1]
+                    }
+                    Family::Ipv6Unicast => {
+                        Ipv6Addr::new(0x2001, 0xdb8, 0xffff, 0, 0, 0, 0, peer as u16 + 1)
+                            .octets()
+                            .to_vec()
+                    }
+                };
+                let checks = LoopChecks {
+                    local_as: LOCAL_AS,
+                    loops: 1,
+                    router_id: u32::from(Ipv4Addr::new(192, 0, 2, 1)),
+                    cluster_ids: vec![CLUSTER],
+                    ..LoopChecks::default()
+                };
+                Arc::new(RouteAttrs::from_attributes(
+                    &PathAttributes::canonical(v),
+                    &nh,
+                    &checks,
+                ))
+            })
+            .clone()
+    }
+}
