@@ -53,6 +53,8 @@ pub trait Sink: Send {
     fn send(&self, out: Outgoing) -> bool;
     /// Octets queued and not yet written to the socket.
     fn queued(&self) -> usize;
+    /// The neighbor behind it, as logs name it (`ADDRESS (ASn)`).
+    fn neighbor(&self) -> &str;
 }
 
 /// One change for a group: the prefix, what to advertise (`None` to withdraw), and the peer
@@ -594,7 +596,7 @@ fn send(m: &mut Member, out: Outgoing) -> bool {
         m.stats.slow_writer += 1;
         m.stats.last_slow_writer = Some(std::time::SystemTime::now());
         tracing::info!(
-            peer = m.id.peer,
+            neighbor = m.sink.neighbor(),
             queued = m.sink.queued(),
             high_water = m.high_water,
             "peer designated a slow writer: split from its update group"

@@ -51,6 +51,15 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         .build()?;
     let main_work = register(ThreadKind::Main, 0);
     rt.block_on(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        // Installed first: a signal during start-up waits for the loop below.
+        let mut term = signal(SignalKind::terminate())?;
+        let mut hup = signal(SignalKind::hangup())?;
+        // Signals an operator may send by habit (BIRD dumps its state on SIGUSR1): each
+        // gets a line in the log and nothing else, never the default action, which ends
+        // the process without a NOTIFICATION to any neighbor.
+        let mut usr1 = signal(SignalKind::user_defined1())?;
+        let mut usr2 = signal(SignalKind::user_defined2())?;
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
         let pc = pipeline_config(&config);
@@ -93,9 +102,6 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             ))),
             None => None,
         };
-        use tokio::signal::unix::{signal, SignalKind};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut hup = signal(SignalKind::hangup())?;
         loop {
             tokio::select! {
                 m = rx.recv(), if opts.dump_updates.is_some() => {
@@ -124,6 +130,8 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                     let _ = reply.send(crate::reload::reload(&daemon).await);
                     main_work.item(began.elapsed());
                 }
+                _ = usr1.recv() => log_signal("SIGUSR1", &daemon).await,
+                _ = usr2.recv() => log_signal("SIGUSR2", &daemon).await,
                 _ = term.recv() => break,
                 _ = tokio::signal::ctrl_c() => break,
             }
@@ -149,6 +157,22 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
     })
 }
 
+/// Answers a signal that has no action with the sessions' states, in one line.
+async fn log_signal(name: &str, daemon: &Daemon) {
+    let live = daemon.live.read().await;
+    let up = live
+        .sessions
+        .peers
+        .iter()
+        .filter(|h| h.status().state == ribshard_fsm::State::Established)
+        .count();
+    info!(
+        established = up,
+        neighbors = live.sessions.peers.len(),
+        "{name} received: nothing to do (`ribshard show bgp summary` shows the sessions)"
+    );
+}
+
 fn consume(
     m: Inbound,
     peers: &[PeerSettings],
@@ -156,17 +180,11 @@ fn consume(
     dump: Option<&mut MrtWriter<BufWriter<std::fs::File>>>,
 ) {
     match m {
-        Inbound::Up { peer, negotiated } => {
-            if let Some(p) = peers.get(peer) {
-                info!(neighbor = %p.address, families = ?negotiated.families, hold_time = negotiated.hold_time, "neighbor up");
-            }
-        }
-        Inbound::Down { peer, stale } => {
-            if let Some(p) = peers.get(peer) {
-                info!(neighbor = %p.address, graceful_restart = stale.is_some(), "neighbor down");
-            }
-        }
-        Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => {}
+        // The sessions log their own state changes.
+        Inbound::Up { .. }
+        | Inbound::Down { .. }
+        | Inbound::RouteRefresh { .. }
+        | Inbound::EndOfRib { .. } => {}
         Inbound::Update {
             peer,
             message,

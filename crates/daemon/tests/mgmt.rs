@@ -230,7 +230,7 @@ fn show_and_clear_commands_with_bird_peers() {
          [management]\nsocket = \"{}\"\nlisten = [\"{api_tcp}\"]\nmetrics = \"{metrics}\"\n",
         sock.display()
     );
-    let (_rs, _) = ribshard(&dir, &config);
+    let (mut rs, _) = ribshard(&dir, &config);
     // B takes the IPv4 routes; the IPv6 one arrives but BIRD refuses its next hop (an
     // IPv4-mapped address: the session is IPv4 and has no IPv6 address of ours to give).
     let b_log = || std::fs::read_to_string(dir.join("b/bird.log")).unwrap_or_default();
@@ -251,6 +251,30 @@ fn show_and_clear_commands_with_bird_peers() {
                 && s.tables.first().is_some_and(|t| t.total_paths == 5)
         })
     }));
+
+    // Signals an operator may send by habit are logged, never fatal: every session stays.
+    for sig in ["-USR1", "-USR2"] {
+        let ok = Command::new("kill")
+            .args([sig, &rs.0.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(ok.success());
+    }
+    assert!(
+        wait(10, || log_of(&dir).contains("SIGUSR2 received")),
+        "{}",
+        log_of(&dir)
+    );
+    assert!(rs.0.try_wait().unwrap().is_none(), "{}", log_of(&dir));
+    let s: Summary = json(&sock, &["show", "bgp", "summary"]);
+    assert!(
+        s.down_peers == 0
+            && s.neighbors
+                .iter()
+                .all(|n| n.flaps == 0 && n.state == "Established"),
+        "{s:?}"
+    );
+    assert!(log_of(&dir).contains("SIGUSR1 received"));
 
     // show bgp summary: what the BIRDs sent and hold.
     let s: Summary = json(&sock, &["show", "bgp", "summary"]);

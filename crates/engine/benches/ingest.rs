@@ -26,6 +26,9 @@ impl Sink for Discard {
     fn queued(&self) -> usize {
         0
     }
+    fn neighbor(&self) -> &str {
+        "test downstream"
+    }
 }
 
 /// Everything through the pipeline: two upstream peers, one downstream peer.

@@ -38,6 +38,13 @@ pub struct PeerSettings {
     pub routing: Routing,
 }
 
+impl PeerSettings {
+    /// The neighbor as every log line and message names it: `ADDRESS (ASn)`.
+    pub fn name(&self) -> String {
+        format!("{} (AS{})", self.address, self.peer_as)
+    }
+}
+
 /// The routing side of a neighbor's configuration.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Routing {

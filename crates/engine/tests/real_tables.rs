@@ -32,6 +32,9 @@ impl Sink for Received {
     fn queued(&self) -> usize {
         0
     }
+    fn neighbor(&self) -> &str {
+        "test downstream"
+    }
 }
 
 /// The downstream peer's table from the UPDATEs it was sent: each prefix with the second AS

@@ -4,7 +4,7 @@
 mod common;
 
 use common::rawpeer::RawPeer;
-use ribshard_engine::session::SessionError;
+use ribshard_engine::session::{Clear, SessionError};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -494,6 +494,47 @@ async fn ipv6_transport() {
     for s in [&sa, &sb] {
         assert!(up(s, 15).await, "{:?}", s.peers[0].status());
     }
+}
+
+/// A prefix-limit teardown without an idle timeout holds the session down even when a
+/// restart timer was already armed: here our first connect was refused (arming the idle hold
+/// timer), then the neighbor connected to us before it fired. Nothing may bring it back but
+/// `clear`: no connect of ours for longer than the idle hold and connect retry timers.
+#[tokio::test]
+async fn prefix_limit_hold_down_outlasts_a_timer_armed_before_it() {
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let neighbor_port = port();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 15]), neighbor_port, 65015);
+    cfg.passive = false;
+    cfg.connect_retry_time = 2;
+    cfg.prefix_limits = [Some((5, true, None)), None];
+    let (s, _rx) = start(vec![cfg], listen).await;
+    // Nothing listens at the neighbor's port yet: our connect is refused at once.
+    assert!(
+        s.peers[0]
+            .wait_for(Duration::from_secs(5), |st| st.last_error.is_some())
+            .await,
+        "{:?}",
+        s.peers[0].status()
+    );
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 15]), listen).await;
+    p.establish(65015, 90).await;
+    let neighbor = tokio::net::TcpListener::bind((Ipv4Addr::new(127, 0, 0, 15), neighbor_port))
+        .await
+        .unwrap();
+    p.send(&updates(6, 0x0e00_0000)).await;
+    let n = p.notification().await.expect("NOTIFICATION");
+    assert_eq!(n.subcode, cease::MAXIMUM_PREFIXES_REACHED);
+    // Idle hold and connect retry are 2 s here; twice that passes without a connect.
+    let connected = tokio::time::timeout(Duration::from_secs(4), neighbor.accept()).await;
+    assert!(connected.is_err(), "the held-down session connected again");
+    let st = s.peers[0].status();
+    assert!(st.held_down, "{st:?}");
+    assert_eq!((st.state, st.established_transitions), (State::Idle, 1));
+    // `clear` brings it back: it connects to the neighbor.
+    s.peers[0].clear(Clear::Hard).await.unwrap();
+    let connected = tokio::time::timeout(Duration::from_secs(5), neighbor.accept()).await;
+    assert!(connected.is_ok(), "not connected after clear");
 }
 
 /// After a prefix-limit teardown with an idle timeout, the session accepts the neighbor again.

@@ -78,6 +78,7 @@ pub(crate) struct RouteSink {
     tx: mpsc::UnboundedSender<(Bytes, u32)>,
     progress: Arc<Progress>,
     counters: Arc<SessionCounters>,
+    neighbor: String,
 }
 
 impl ribshard_adjout::Sink for RouteSink {
@@ -97,6 +98,9 @@ impl ribshard_adjout::Sink for RouteSink {
     }
     fn queued(&self) -> usize {
         self.progress.backlog()
+    }
+    fn neighbor(&self) -> &str {
+        &self.neighbor
     }
 }
 
@@ -202,8 +206,9 @@ impl Conn {
     }
 
     /// Where the update groups write this connection's UPDATEs.
-    pub(crate) fn route_sink(&self) -> RouteSink {
+    pub(crate) fn route_sink(&self, neighbor: String) -> RouteSink {
         RouteSink {
+            neighbor,
             tx: self.routes.clone(),
             progress: self.progress.clone(),
             counters: self.counters.clone(),

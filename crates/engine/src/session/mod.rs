@@ -340,7 +340,7 @@ impl Sessions {
             for (addr, l) in &self.sockets {
                 if addr.is_ipv4() == address.is_ipv4() {
                     if let Err(e) = socket::set_md5(&**l, address, None) {
-                        warn!(%address, "cannot remove the MD5 key from a listener: {e}");
+                        warn!(neighbor = %h.settings.name(), "cannot remove the MD5 key from a listener: {e}");
                     }
                 }
             }
@@ -349,7 +349,7 @@ impl Sessions {
         // Its task stays, idle: what it still has queued for the pipeline (its PeerDown,
         // the withdrawal of its routes) must get there.
         if !h.wait_for(grace, |s| s.state == State::Idle).await {
-            warn!(peer = %address, "session did not end within the grace time");
+            warn!(neighbor = %h.settings.name(), "session did not end within the grace time");
         }
     }
 

@@ -24,7 +24,7 @@ impl Session {
         let msg = match r {
             Ok(m) => m,
             Err(ReadError::Closed(e)) => {
-                debug!(peer = %self.name(), "connection closed: {e:?}");
+                info!(neighbor = %self.name(), "connection closed: {}", e.as_ref().map_or("by the neighbor".to_string(), |e| e.to_string()));
                 self.ending = Ending::Lost;
                 self.set_error(match e {
                     Some(e) => SessionError::ConnectionLost(e.kind()),
@@ -34,7 +34,7 @@ impl Session {
                 return;
             }
             Err(ReadError::Header(e)) => {
-                warn!(peer = %self.name(), "bad message header: {e}");
+                warn!(neighbor = %self.name(), "bad message header: {e}");
                 self.set_error(SessionError::BadHeader(e.clone()));
                 self.event(Event::BgpHeaderErr(e.notification()));
                 return;
@@ -56,20 +56,20 @@ impl Session {
         match decode(&msg, &params) {
             Ok(Message::Open(open)) => match negotiate(&self.our_open, &open, &self.s) {
                 Ok(n) => {
-                    debug!(peer = %self.name(), ?n, "OPEN accepted");
+                    debug!(neighbor = %self.name(), ?n, "OPEN accepted");
                     let hold_time = open.hold_time;
                     self.negotiated = Some(n);
                     self.event(Event::BgpOpen { hold_time });
                 }
                 Err(notification) => {
-                    warn!(peer = %self.name(), "OPEN refused: {notification}");
+                    warn!(neighbor = %self.name(), "OPEN refused: {notification}");
                     self.set_error(SessionError::OpenRefused(notification.clone()));
                     self.event(Event::BgpOpenMsgErr(notification));
                 }
             },
             Ok(Message::Keepalive) => self.event(Event::KeepAliveMsg),
             Ok(Message::Notification(n)) => {
-                warn!(peer = %self.name(), "NOTIFICATION received: {n}");
+                warn!(neighbor = %self.name(), "NOTIFICATION received: {n}");
                 self.ending = Ending::Notified {
                     hard_reset: n.code == code::CEASE && n.subcode == cease::HARD_RESET,
                 };
@@ -89,7 +89,7 @@ impl Session {
             }
             Ok(Message::Update(_)) => {}
             Err(e) => {
-                warn!(peer = %self.name(), "bad message: {e}");
+                warn!(neighbor = %self.name(), "bad message: {e}");
                 self.set_error(SessionError::BadMessage(e.clone()));
                 let n = e.notification();
                 let event = if n.code == code::OPEN_MESSAGE {
@@ -134,7 +134,7 @@ impl Session {
         });
         let Some(family) = family else {
             // RFC 2918 section 4: a family that was not negotiated is ignored.
-            debug!(peer = %self.name(), afi = rr.afi, safi = rr.safi, "ROUTE-REFRESH for a family not negotiated: ignored");
+            debug!(neighbor = %self.name(), afi = rr.afi, safi = rr.safi, "ROUTE-REFRESH for a family not negotiated: ignored");
             return;
         };
         match rr.subtype {
@@ -151,7 +151,7 @@ impl Session {
                 });
             }
             RouteRefresh::BORR if enhanced => {
-                debug!(peer = %self.name(), %family, "BoRR: the neighbor re-advertises");
+                debug!(neighbor = %self.name(), %family, "BoRR: the neighbor re-advertises");
                 self.flush_routes();
                 let f = family.index();
                 if let (Some(slot), Some(adj)) =
@@ -171,10 +171,10 @@ impl Session {
                 // the End-of-RIB).
                 let f = family.index();
                 let Some(left) = self.refreshing.get_mut(f).and_then(Option::take) else {
-                    debug!(peer = %self.name(), %family, "EoRR without BoRR: ignored");
+                    debug!(neighbor = %self.name(), %family, "EoRR without BoRR: ignored");
                     return;
                 };
-                debug!(peer = %self.name(), %family, purged = left.len(), "EoRR");
+                debug!(neighbor = %self.name(), %family, purged = left.len(), "EoRR");
                 if let Some(adj) = self.adj_rib_in.get_mut(f) {
                     for n in left {
                         adj.remove(&n);
@@ -188,7 +188,7 @@ impl Session {
             // RFC 7313 section 5: other subtypes, and markers without the capability, are
             // ignored.
             other => {
-                debug!(peer = %self.name(), subtype = other, "ROUTE-REFRESH subtype ignored");
+                debug!(neighbor = %self.name(), subtype = other, "ROUTE-REFRESH subtype ignored");
             }
         }
     }
@@ -206,21 +206,21 @@ impl Session {
         let parsed = match parse_update(body, &params) {
             Ok(u) => u,
             Err(e) => {
-                warn!(peer = %self.name(), "UPDATE needs a session reset: {e}");
+                warn!(neighbor = %self.name(), "UPDATE needs a session reset: {e}");
                 self.set_error(SessionError::MalformedUpdate(e.clone()));
                 self.event(Event::UpdateMsgErr(e.notification()));
                 return;
             }
         };
         if let Some(e) = parsed.treat_as_withdraw {
-            warn!(peer = %self.name(), "UPDATE treated as withdraw (RFC 7606): {e}");
+            warn!(neighbor = %self.name(), "UPDATE treated as withdraw (RFC 7606): {e}");
         }
         for e in &parsed.discarded {
-            debug!(peer = %self.name(), "attribute discarded (RFC 7606): {e}");
+            debug!(neighbor = %self.name(), "attribute discarded (RFC 7606): {e}");
         }
         let end_of_rib = parsed.end_of_rib();
         if let Some(f) = end_of_rib {
-            info!(peer = %self.name(), family = %f, "End-of-RIB received");
+            info!(neighbor = %self.name(), family = %f, "End-of-RIB received");
         }
         if let Some(b) = self.batcher.as_mut() {
             b.stamp(std::time::Instant::now);
@@ -231,7 +231,7 @@ impl Session {
             prepend: self.ingress_prepend,
         };
         if leak && (!parsed.nlri.is_empty() || parsed.attrs.mp_reach.is_some()) {
-            debug!(peer = %self.name(), otc = ?parsed.attrs.otc, "route leak (RFC 9234 section 5): the UPDATE's routes are ineligible");
+            debug!(neighbor = %self.name(), otc = ?parsed.attrs.otc, "route leak (RFC 9234 section 5): the UPDATE's routes are ineligible");
         }
         // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
         // a pipeline, the per-shard batches.

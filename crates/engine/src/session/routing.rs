@@ -60,7 +60,7 @@ impl Session {
     pub(super) fn stale_expired(&mut self) {
         if let Some((f, until)) = self.stale {
             if until <= Instant::now() {
-                info!(peer = %self.name(), "graceful restart: restart time over, stale routes removed");
+                info!(neighbor = %self.name(), "graceful restart: restart time over, stale routes removed");
                 self.stale = None;
                 self.push_flush_stale(f);
             }
@@ -159,7 +159,7 @@ impl Session {
         };
         self.epoch += 1;
         let member = self.conn.as_ref().map(|c| {
-            let sink: Box<dyn ribshard_adjout::Sink> = Box::new(c.route_sink());
+            let sink: Box<dyn ribshard_adjout::Sink> = Box::new(c.route_sink(self.name()));
             (
                 spec,
                 MemberId {
@@ -227,10 +227,10 @@ impl Session {
                 continue;
             }
             if !teardown {
-                warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded");
+                warn!(neighbor = %self.name(), family = %f, count, max, "prefix limit exceeded");
                 continue;
             }
-            warn!(peer = %self.name(), family = %f, count, max, "prefix limit exceeded: tearing down");
+            warn!(neighbor = %self.name(), family = %f, count, max, "prefix limit exceeded: tearing down");
             self.set_error(SessionError::PrefixLimit {
                 family: f,
                 maximum: max,

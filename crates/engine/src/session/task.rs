@@ -178,7 +178,7 @@ impl Session {
     }
 
     pub(super) fn name(&self) -> String {
-        format!("{} (AS{})", self.s.address, self.s.peer_as)
+        self.s.name()
     }
 
     pub(super) fn max_len(&self) -> usize {
@@ -260,12 +260,12 @@ impl Session {
                     self.connecting = None;
                     match r {
                         Ok(Ok(stream)) => {
-                            debug!(peer = %self.name(), "connected");
+                            debug!(neighbor = %self.name(), "connected");
                             self.conn = Some(Conn::new(stream, true, self.counters.clone()));
                             self.event(Event::TcpCrAcked);
                         }
                         Ok(Err(e)) => {
-                            debug!(peer = %self.name(), "connect failed: {e}");
+                            info!(neighbor = %self.name(), "connect failed: {e}");
                             self.set_error(SessionError::ConnectFailed(e.kind()));
                             self.event(Event::TcpConnectionFails);
                         }
@@ -354,7 +354,7 @@ impl Session {
         let established = self.fsm.state() == State::Established;
         match how {
             Clear::Hard => {
-                info!(peer = %self.name(), "cleared by an operator: Cease / Administrative Reset, then up again");
+                info!(neighbor = %self.name(), "cleared by an operator: Cease / Administrative Reset, then up again");
                 if self.conn.is_some() && self.fsm.state() != State::Idle {
                     self.stop(Notification::cease_with_message(
                         cease::ADMINISTRATIVE_RESET,
@@ -374,7 +374,7 @@ impl Session {
                     .filter(|n| n.enhanced_route_refresh)
                     .map(|n| n.families.clone())
                     .unwrap_or_default();
-                info!(peer = %self.name(), "soft clear: our routes sent again");
+                info!(neighbor = %self.name(), "soft clear: our routes sent again");
                 // One dump per family with enhanced route refresh (each framed by its BoRR
                 // and EoRR), one for all of them without.
                 let msgs: Vec<Routed> = if enhanced.is_empty() {
@@ -392,7 +392,7 @@ impl Session {
                 if !n.route_refresh {
                     return Err(ClearError::NoRouteRefresh);
                 }
-                info!(peer = %self.name(), "soft inbound clear: ROUTE-REFRESH sent for every negotiated family");
+                info!(neighbor = %self.name(), "soft inbound clear: ROUTE-REFRESH sent for every negotiated family");
                 for f in &n.families {
                     let rr = RouteRefresh {
                         afi: f.afi(),
@@ -410,7 +410,7 @@ impl Session {
         let external_single_hop = !self.s.internal && !self.s.multihop;
         if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop)
         {
-            warn!(peer = %self.name(), "cannot set socket options: {e}");
+            warn!(neighbor = %self.name(), "cannot set socket options: {e}");
         }
         if self.admin_down || self.held_down {
             tokio::spawn(reject(
@@ -428,12 +428,14 @@ impl Session {
                     old.close();
                 }
                 if self.fsm.state() == State::Idle {
+                    // Started by the neighbor: the restart we were waiting for is moot.
+                    self.timers.idle_hold = None;
                     self.event(Event::AutomaticStart);
                     if let Some(h) = self.connecting.take() {
                         h.abort();
                     }
                 }
-                debug!(peer = %self.name(), "accepted connection");
+                debug!(neighbor = %self.name(), "accepted connection");
                 self.conn = Some(Conn::new(stream, false, self.counters.clone()));
                 self.event(Event::TcpConnectionConfirmed);
             }
@@ -486,7 +488,7 @@ impl Session {
             reject_conn(new, cease::CONNECTION_COLLISION_RESOLUTION);
             return;
         }
-        info!(peer = %self.name(), "connection collision: continuing on the neighbor's connection");
+        info!(neighbor = %self.name(), "connection collision: continuing on the neighbor's connection");
         if let Some(old) = self.conn.take() {
             reject_conn(old, cease::CONNECTION_COLLISION_RESOLUTION);
         }
@@ -515,6 +517,12 @@ impl Session {
 
     pub(super) fn set_held_down(&mut self, on: bool) {
         self.held_down = on;
+        if on {
+            // A timer armed earlier (say, by a connect that failed before the neighbor
+            // connected to us) must not bring the session back: only `clear` does.
+            self.timers.idle_hold = None;
+            self.timers.connect_retry = None;
+        }
         self.status.send_modify(|st| st.held_down = on);
     }
 
@@ -526,7 +534,7 @@ impl Session {
 
     /// Sends a NOTIFICATION, remembered as the last one sent.
     pub(super) fn notify(&mut self, n: Notification) {
-        info!(peer = %self.name(), "NOTIFICATION sent: {n}");
+        info!(neighbor = %self.name(), "NOTIFICATION sent: {n}");
         self.send(Bytes::from(n.encode()));
         self.status
             .send_modify(|st| st.last_sent = Some(Stamped::now(n)));
@@ -543,7 +551,7 @@ impl Session {
         self.execute(actions);
         let after = self.fsm.state();
         if before != after {
-            debug!(peer = %self.name(), "{before} -> {after}");
+            info!(neighbor = %self.name(), "state {before} -> {after}");
             self.status.send_modify(|st| {
                 st.state = after;
                 st.since = std::time::SystemTime::now();
@@ -589,7 +597,7 @@ impl Session {
                     keepalive_time,
                 } => {
                     let n = self.negotiated.clone();
-                    info!(peer = %self.name(), hold_time, keepalive_time, "session Established");
+                    info!(neighbor = %self.name(), hold_time, keepalive_time, families = ?n.as_ref().map(|n| &n.families), "session Established");
                     self.status.send_modify(|st| {
                         st.negotiated = n.clone();
                         st.established_transitions += 1;
@@ -627,7 +635,7 @@ impl Session {
                     });
                     if was_up {
                         self.status.send_modify(|st| st.flaps += 1);
-                        info!(peer = %self.name(), graceful_restart = stale.is_some(), "session down");
+                        info!(neighbor = %self.name(), graceful_restart = stale.is_some(), "session down");
                         self.pipeline_down(stale.as_ref());
                         self.tap(Inbound::Down {
                             peer: self.index,
@@ -679,10 +687,10 @@ impl Session {
             // neighbor's messages wait in our buffers: it is alive, we are the slow one.
             // Expiring now would drop a healthy session exactly when we are busiest.
             let hold = self.negotiated.as_ref().map_or(3, |n| n.hold_time.max(3));
-            debug!(peer = %self.name(), "hold timer restarted: the neighbor's messages wait unread while routing work drains");
+            debug!(neighbor = %self.name(), "hold timer restarted: the neighbor's messages wait unread while routing work drains");
             self.timers.hold = Some(now + Duration::from_secs(u64::from(hold)));
         } else if hold_due {
-            warn!(peer = %self.name(), "hold timer expired");
+            warn!(neighbor = %self.name(), "hold timer expired");
             self.ending = Ending::Lost;
             self.set_error(SessionError::HoldTimerExpired);
             self.event(Event::HoldTimerExpires);
@@ -696,7 +704,7 @@ impl Session {
         if due(&mut self.timers.delay_open) {
             self.event(Event::DelayOpenTimerExpires);
         }
-        if due(&mut self.timers.idle_hold) {
+        if due(&mut self.timers.idle_hold) && !self.admin_down && !self.held_down {
             self.event(Event::IdleHoldTimerExpires);
         }
     }
@@ -719,7 +727,7 @@ impl Session {
             return;
         }
         if self.conn.as_ref().is_some_and(|c| c.peer_closed()) {
-            info!(peer = %self.name(), "the neighbor closed the connection while its UPDATEs waited to be read");
+            info!(neighbor = %self.name(), "the neighbor closed the connection while its UPDATEs waited to be read");
             self.received(Err(ReadError::Closed(None)));
         }
     }
@@ -731,7 +739,7 @@ impl Session {
             .as_ref()
             .map_or(Duration::ZERO, |c| c.progress.stalled_for());
         if stalled > self.send_hold && self.fsm.state() != State::Idle {
-            warn!(peer = %self.name(), ?stalled, "send hold timer expired: the neighbor is not reading");
+            warn!(neighbor = %self.name(), ?stalled, "send hold timer expired: the neighbor is not reading");
             self.set_error(SessionError::SendHoldTimerExpired);
             self.event(Event::SendHoldTimerExpires);
         }

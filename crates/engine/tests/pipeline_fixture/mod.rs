@@ -30,6 +30,9 @@ impl Sink for TestSink {
     fn queued(&self) -> usize {
         self.queued.load(Ordering::Relaxed)
     }
+    fn neighbor(&self) -> &str {
+        "test downstream"
+    }
 }
 
 impl TestSink {
