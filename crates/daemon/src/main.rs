@@ -134,7 +134,11 @@ fn main() -> ExitCode {
             config,
             dump_updates,
         } => {
-            let c = match config::load(&config) {
+            let checked = config::load(&config);
+            for w in &checked.warnings {
+                tracing::warn!("{w}");
+            }
+            let c = match checked.config {
                 Ok(c) => c,
                 Err(errors) => {
                     eprintln!("{errors}");
@@ -219,9 +223,39 @@ fn config_command(command: ConfigCommand) -> ExitCode {
             print!("{}", config::EXAMPLE);
             ExitCode::SUCCESS
         }
-        ConfigCommand::Check { file } => match config::load(&file) {
-            Ok(c) => {
-                println!(
+        ConfigCommand::Check { file } => {
+            let checked = config::load(&file);
+            // Errors and warnings in the file's order, each on its line.
+            let mut lines: Vec<(usize, String)> = checked
+                .warnings
+                .iter()
+                .map(|w| (w.line.unwrap_or(0), w.to_string()))
+                .collect();
+            if let Err(errors) = &checked.config {
+                lines.extend(
+                    errors
+                        .0
+                        .iter()
+                        .map(|e| (e.line.unwrap_or(0), e.to_string())),
+                );
+            }
+            lines.sort_by_key(|(l, _)| *l);
+            for (_, l) in &lines {
+                eprintln!("{l}");
+            }
+            check_outcome(&file, checked.config)
+        }
+    }
+}
+
+/// `config check`'s last line: what the file configures, or how many errors it has.
+fn check_outcome(
+    file: &std::path::Path,
+    config: Result<config::Config, config::Errors>,
+) -> ExitCode {
+    match config {
+        Ok(c) => {
+            println!(
                     "{}: OK: AS {}, router id {}, {} neighbor(s) in {} group(s), {} shard(s), {} update thread(s)",
                     file.display(),
                     c.local_as,
@@ -231,13 +265,16 @@ fn config_command(command: ConfigCommand) -> ExitCode {
                     c.threading.shards,
                     c.threading.update_threads
                 );
-                ExitCode::SUCCESS
-            }
-            Err(errors) => {
-                eprintln!("{errors}");
-                ExitCode::FAILURE
-            }
-        },
+            ExitCode::SUCCESS
+        }
+        Err(errors) => {
+            eprintln!(
+                "{}: {} error(s): not loaded",
+                file.display(),
+                errors.0.len()
+            );
+            ExitCode::FAILURE
+        }
     }
 }
 

@@ -118,7 +118,12 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         };
     };
     info!(file = %path.display(), "reading the configuration again");
-    let new = match crate::config::load(&path) {
+    let checked = crate::config::load(&path);
+    for w in &checked.warnings {
+        warn!("{w}");
+    }
+    let warnings: Vec<String> = checked.warnings.iter().map(ToString::to_string).collect();
+    let new = match checked.config {
         Ok(c) => c,
         Err(errors) => {
             for e in &errors.0 {
@@ -127,6 +132,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
             return ReloadReply {
                 outcome: "rejected".into(),
                 errors: errors.0.iter().map(ToString::to_string).collect(),
+                warnings,
                 ..ReloadReply::default()
             };
         }
@@ -139,6 +145,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
     }
     let mut reply = ReloadReply {
         needs_restart: plan.needs_restart.clone(),
+        warnings,
         ..ReloadReply::default()
     };
     let mut applied = true;
@@ -177,7 +184,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
             NeighborChange::Added(s) => (None, 0, Some(s)),
         };
         if let Some(i) = gone {
-            if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.address) {
+            if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.name()) {
                 info!(neighbor = %s, changed = start.is_some(), "neighbor no longer configured as it runs: session ended");
                 reply.changes.push(match start {
                     Some(_) => format!("neighbor {s}: settings changed, session restarted (Cease / Other Configuration Change)"),
@@ -190,7 +197,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         if let Some(s) = start {
             match live.sessions.add(s.clone()).await {
                 Ok(i) => {
-                    info!(neighbor = %s.address, "neighbor configured: session started");
+                    info!(neighbor = %s.name(), "neighbor configured: session started");
                     if gone.is_none() {
                         reply.changes.push(format!("neighbor {}: added", s.address));
                     }
@@ -198,7 +205,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
                     live.active.push((i, s.clone()));
                 }
                 Err(e) => {
-                    error!(neighbor = %s.address, "cannot start the session: {e}");
+                    error!(neighbor = %s.name(), "cannot start the session: {e}");
                     reply.errors.push(format!(
                         "neighbor {}: cannot start the session: {e}",
                         s.address
@@ -265,9 +272,9 @@ mod tests {
 
     #[test]
     fn threads_and_neighbors_are_applied_live_and_the_rest_named() {
-        let a = config(2, 2, "", &["127.0.0.2", "127.0.0.3"]);
+        let a = config(2, 2, "", &["198.51.100.2", "198.51.100.3"]);
         assert_eq!(plan(&a, &active(&a), &a), Plan::default());
-        let b = config(4, 3, "", &["127.0.0.2", "127.0.0.3"]);
+        let b = config(4, 3, "", &["198.51.100.2", "198.51.100.3"]);
         assert_eq!(
             plan(&a, &active(&a), &b),
             Plan {
@@ -276,8 +283,8 @@ mod tests {
             }
         );
         // No update threads: one shard, whatever number-of-shards says.
-        let single = config(0, 0, "", &["127.0.0.2", "127.0.0.3"]);
-        let one = config(1, 0, "", &["127.0.0.2", "127.0.0.3"]);
+        let single = config(0, 0, "", &["198.51.100.2", "198.51.100.3"]);
+        let one = config(1, 0, "", &["198.51.100.2", "198.51.100.3"]);
         assert_eq!(plan(&a, &active(&a), &single).threading, Some((1, 0)));
         assert_eq!(plan(&single, &active(&single), &one), Plan::default());
         // .2 removed, .3 moved in the file but the same, .4 added; and a restart-only change.
@@ -285,18 +292,24 @@ mod tests {
             2,
             2,
             "[bgp.path-selection]\nalways-compare-med = true\n",
-            &["127.0.0.4", "127.0.0.3"],
+            &["198.51.100.4", "198.51.100.3"],
         );
         let p = plan(&a, &active(&a), &c);
         assert_eq!(p.needs_restart, ["bgp.path-selection / bgp.multipath"]);
         assert_eq!(p.neighbors.len(), 2);
         assert_eq!(p.neighbors[0], NeighborChange::Removed(0));
         assert!(
-            matches!(&p.neighbors[1], NeighborChange::Added(s) if s.address.to_string() == "127.0.0.4")
+            matches!(&p.neighbors[1], NeighborChange::Added(s) if s.address.to_string() == "198.51.100.4")
         );
         // A new hold time for the group: both sessions restart with it.
-        let d = config(2, 2, "", &["127.0.0.2", "127.0.0.3"]);
-        let text_changed = config_with(2, 2, "", "hold-time = 30\n", &["127.0.0.2", "127.0.0.3"]);
+        let d = config(2, 2, "", &["198.51.100.2", "198.51.100.3"]);
+        let text_changed = config_with(
+            2,
+            2,
+            "",
+            "hold-time = 30\n",
+            &["198.51.100.2", "198.51.100.3"],
+        );
         let p = plan(&d, &active(&d), &text_changed);
         assert_eq!(p.neighbors.len(), 2);
         assert!(p

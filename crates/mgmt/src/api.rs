@@ -521,6 +521,9 @@ pub struct ReloadReply {
     pub changes: Vec<String>,
     /// Changes that wait for a restart.
     pub needs_restart: Vec<String>,
+    /// What loads but will not work as written, as `file:line: key: warning: reason`.
+    #[serde(default)]
+    pub warnings: Vec<String>,
 }
 
 /// An error reply: HTTP status 400 (a bad request), 403 (read-only), 404 (no such

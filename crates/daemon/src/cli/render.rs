@@ -577,6 +577,9 @@ pub fn reload(r: &ReloadReply) -> String {
     for n in &r.needs_restart {
         let _ = writeln!(o, "  not applied until a restart: {n}");
     }
+    for w in &r.warnings {
+        let _ = writeln!(o, "{w}");
+    }
     o
 }
 

@@ -2,6 +2,8 @@
 //! has one. [`load`] parses, checks every setting, and resolves each neighbor's effective
 //! settings (neighbor over group over `[bgp]`); every error names the file, line and key.
 
+mod collect;
+mod host;
 mod lower;
 mod resolve;
 mod schema;
@@ -13,6 +15,7 @@ pub use resolve::{
 pub use schema::Raw;
 
 use std::fmt;
+use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
 /// The annotated example printed by `ribshard config example`; a test loads it.
@@ -23,9 +26,14 @@ pub const EXAMPLE: &str = include_str!("example.toml");
 pub enum ErrorKind {
     #[error("cannot read the file: {0}")]
     Read(String),
-    /// TOML syntax, a wrong type, or an unknown key, as the TOML parser words it.
+    /// TOML syntax or a wrong type, as the TOML parser words it (types in words).
     #[error("{0}")]
     Parse(String),
+    /// A key this table does not have, and where it belongs or what was meant.
+    #[error("{0}")]
+    UnknownKey(String),
+    #[error("the file is empty: a configuration needs at least [bgp] local-as, router-id and a neighbor")]
+    Empty,
     #[error("is required")]
     Missing,
     #[error("{value} {why}")]
@@ -34,30 +42,73 @@ pub enum ErrorKind {
     Duplicate { value: String, first: usize },
     #[error("no neighbors are configured")]
     NoNeighbors,
+    #[error("{address} port {port} is our own listen address (bgp.listen): the session would be with ourselves")]
+    OwnListenAddress { address: IpAddr, port: u16 },
 }
 
-/// One configuration error, located.
+/// What loads but will not work as written, on this host at least.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum WarningKind {
+    #[error("{address} is not an address of this host: connections from it will fail until it is")]
+    NotLocal { address: IpAddr },
+    #[error("{threads} threads for {cpus} logical CPUs: threads beyond the CPUs only take turns (see `ribshard advise`)")]
+    MoreThreadsThanCpus { threads: u32, cpus: usize },
+}
+
+/// One finding about the configuration, located: an [`Error`] or a [`Warning`].
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Error {
+pub struct Located<K> {
     pub file: PathBuf,
     /// 1-based line, when the key is in the file.
     pub line: Option<usize>,
     /// The key path, as `bgp.group[0].neighbor[1].port`.
     pub key: String,
-    pub kind: ErrorKind,
+    pub kind: K,
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+/// A setting that keeps the file from loading.
+pub type Error = Located<ErrorKind>;
+/// A setting that loads but will not work as meant.
+pub type Warning = Located<WarningKind>;
+
+impl Located<()> {
+    fn with<K>(self, kind: K) -> Located<K> {
+        Located {
+            file: self.file,
+            line: self.line,
+            key: self.key,
+            kind,
+        }
+    }
+}
+
+impl<K> Located<K> {
+    fn write(
+        &self,
+        f: &mut fmt::Formatter<'_>,
+        what: &str,
+        kind: &dyn fmt::Display,
+    ) -> fmt::Result {
         write!(f, "{}", self.file.display())?;
         if let Some(l) = self.line {
             write!(f, ":{l}")?;
         }
-        if self.key.is_empty() {
-            write!(f, ": {}", self.kind)
-        } else {
-            write!(f, ": {}: {}", self.key, self.kind)
+        if !self.key.is_empty() {
+            write!(f, ": {}", self.key)?;
         }
+        write!(f, ": {what}{kind}")
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, "", &self.kind)
+    }
+}
+
+impl fmt::Display for Warning {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.write(f, "warning: ", &self.kind)
     }
 }
 
@@ -81,53 +132,105 @@ impl fmt::Display for Errors {
 
 impl std::error::Error for Errors {}
 
+/// A file read and checked: its settings, or every error; and what will not work either way.
+pub struct Checked {
+    pub config: Result<Config, Errors>,
+    pub warnings: Vec<Warning>,
+}
+
 /// Reads, parses and checks a configuration file.
-pub fn load(path: &Path) -> Result<Config, Errors> {
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Errors(vec![Error {
-            file: path.to_path_buf(),
-            line: None,
-            key: String::new(),
-            kind: ErrorKind::Read(e.to_string()),
-        }])
-    })?;
-    parse(&text, path)
+pub fn load(path: &Path) -> Checked {
+    match std::fs::read_to_string(path) {
+        Ok(text) => check(&text, path),
+        Err(e) => Checked {
+            config: Err(Errors(vec![Error {
+                file: path.to_path_buf(),
+                line: None,
+                key: String::new(),
+                kind: ErrorKind::Read(e.to_string()),
+            }])),
+            warnings: Vec::new(),
+        },
+    }
 }
 
 /// Parses and checks configuration text; `path` only names it in errors.
 pub fn parse(text: &str, path: &Path) -> Result<Config, Errors> {
+    check(text, path).config
+}
+
+/// Parses and checks configuration text, every error and warning of it.
+pub fn check(text: &str, path: &Path) -> Checked {
     let locator = Locator::new(text);
-    let de = toml::Deserializer::new(text);
-    let raw: Raw = serde_path_to_error::deserialize(de).map_err(|e| {
-        let path_str = e.path().to_string();
-        let inner = e.into_inner();
-        let line = inner
-            .span()
-            .map(|s| locator.line_of_offset(s.start))
-            .or_else(|| locator.line_of_key(&path_str));
-        Errors(vec![Error {
-            file: path.to_path_buf(),
-            line,
-            key: if path_str == "." {
-                String::new()
-            } else {
-                path_str
-            },
-            kind: ErrorKind::Parse(inner.message().to_string()),
-        }])
-    })?;
-    resolve::resolve(raw, &locator).map_err(|errs| {
-        Errors(
-            errs.into_iter()
-                .map(|(key, kind)| Error {
-                    file: path.to_path_buf(),
-                    line: locator.line_of_key(&key),
-                    key,
-                    kind,
-                })
-                .collect(),
-        )
-    })
+    let located = |line: Option<usize>, key: String| Located {
+        file: path.to_path_buf(),
+        line,
+        key,
+        kind: (),
+    };
+    if text.trim().is_empty() {
+        return Checked {
+            config: Err(Errors(vec![
+                located(Some(1), String::new()).with(ErrorKind::Empty)
+            ])),
+            warnings: Vec::new(),
+        };
+    }
+    let collected = collect::deserialize_all(text);
+    let mut errors: Vec<Error> = collected
+        .errors
+        .into_iter()
+        .map(|(offset, key, kind)| {
+            let line = offset
+                .map(|o| locator.line_of_offset(o))
+                .or_else(|| locator.line_of_key(&key));
+            located(line, key).with(kind)
+        })
+        .collect();
+    let mut warnings = Vec::new();
+    let mut config = None;
+    // Keys are found in the text as read last: the same lines, and it parses.
+    let locator = Locator::new(&collected.text);
+    if let Some(raw) = collected.raw {
+        let (resolved, warned) = resolve::resolve(raw, &locator);
+        let line_of = |key: &str| locator.line_of_key(key);
+        match resolved {
+            Ok(c) => config = Some(c),
+            Err(errs) => errors.extend(
+                errs.into_iter()
+                    .filter(|(key, kind)| !echo(&collected.blanked, key, kind))
+                    .map(|(key, kind)| located(line_of(&key), key).with(kind)),
+            ),
+        }
+        warnings = warned
+            .into_iter()
+            .map(|(key, kind)| located(line_of(&key), key).with(kind))
+            .collect();
+    }
+    errors.sort_by_key(|e| e.line.unwrap_or(usize::MAX));
+    Checked {
+        config: match (config, errors.is_empty()) {
+            (Some(c), true) => Ok(c),
+            _ => Err(Errors(errors)),
+        },
+        warnings,
+    }
+}
+
+/// Whether an error of the settings follows from a key set aside for an error of its own:
+/// that key now missing (where it is written, or inherited by a group or neighbor), no
+/// neighbors left, or a neighbor checked against a listen address set aside.
+fn echo(blanked: &[String], key: &str, kind: &ErrorKind) -> bool {
+    let last = |k: &str| k.rsplit('.').next().unwrap_or(k).to_string();
+    match kind {
+        // Misspelt (`routerid`) counts too.
+        ErrorKind::Missing => blanked
+            .iter()
+            .any(|b| b == key || collect::distance(&last(b), &last(key)) <= 2),
+        ErrorKind::NoNeighbors => !blanked.is_empty(),
+        ErrorKind::OwnListenAddress { .. } => blanked.iter().any(|b| b.starts_with("bgp.listen")),
+        _ => blanked.iter().any(|b| b == key),
+    }
 }
 
 /// Finds the line of a key path in the document.

@@ -2,7 +2,7 @@
 //! settings: neighbor over group over `[bgp]` over the defaults.
 
 use super::schema::{self, Raw};
-use super::{ErrorKind, Locator};
+use super::{ErrorKind, Locator, WarningKind};
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -100,6 +100,7 @@ pub struct Config {
 }
 
 type Errs = Vec<(String, ErrorKind)>;
+type Warns = Vec<(String, WarningKind)>;
 
 const BUILTIN_POLICIES: [&str; 2] = ["accept", "reject"];
 /// TCP_MD5SIG_MAXKEYLEN of Linux.
@@ -246,6 +247,49 @@ macro_rules! check_common {
     }};
 }
 
+/// A neighbor address and port that no session can reach: a TCP peer is one unicast host
+/// that is not ourselves.
+fn check_neighbor_address(
+    errs: &mut Errs,
+    nk: &str,
+    address: IpAddr,
+    port: u16,
+    listen: &[SocketAddr],
+) {
+    let key = format!("{nk}.address");
+    if address.is_unspecified() {
+        invalid(
+            errs,
+            key,
+            address,
+            "is the unspecified address, not a neighbor",
+        );
+    } else if address.is_multicast() || address == IpAddr::from(Ipv4Addr::BROADCAST) {
+        invalid(
+            errs,
+            key,
+            address,
+            "is a multicast or broadcast address: a BGP neighbor is one host (TCP)",
+        );
+    } else if listen.iter().any(|l| {
+        l.port() == port
+            && (l.ip() == address
+                || (l.ip().is_unspecified()
+                    && l.is_ipv4() == address.is_ipv4()
+                    && super::host::is_local(address)))
+    }) {
+        errs.push((key, ErrorKind::OwnListenAddress { address, port }));
+    }
+    if port == 0 {
+        invalid(
+            errs,
+            format!("{nk}.port"),
+            0,
+            "is not a port a neighbor can listen on (1 to 65535)",
+        );
+    }
+}
+
 fn default_policy(t: GroupType) -> Vec<String> {
     vec![match t {
         GroupType::Internal => "accept".into(),
@@ -270,7 +314,13 @@ fn limit(l: &Option<schema::RawPrefixLimit>) -> Option<PrefixLimit> {
     })
 }
 
-pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
+/// Every error, or the settings; and what will not work on this host either way.
+pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> (Result<Config, Errs>, Warns) {
+    let mut warns = Warns::new();
+    (resolve_into(raw, loc, &mut warns), warns)
+}
+
+fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config, Errs> {
     let mut errs = Errs::new();
     let Some(bgp) = raw.bgp else {
         return Err(vec![("bgp".into(), ErrorKind::Missing)]);
@@ -324,6 +374,23 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
             .and_then(|u| u.write_queue_high_water)
             .unwrap_or(ribshard_adjout::HIGH_WATER as u64),
     };
+    for (threads, key) in [
+        (threading.shards, "bgp.rib-sharding.number-of-shards"),
+        (
+            threading.update_threads,
+            "bgp.update-threading.number-of-threads",
+        ),
+    ] {
+        if threads > cpus {
+            warns.push((
+                key.into(),
+                WarningKind::MoreThreadsThanCpus {
+                    threads,
+                    cpus: cpus as usize,
+                },
+            ));
+        }
+    }
     if threading.write_queue_high_water < ribshard_adjout::MIN_HIGH_WATER as u64 {
         invalid(
             &mut errs,
@@ -426,6 +493,7 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 continue;
             };
             let port = pick!(port).unwrap_or(179);
+            check_neighbor_address(&mut errs, &nk, address, port, &listen);
             if let Some(first) = neighbors.get(&(address, port)) {
                 errs.push((
                     format!("{nk}.address"),
@@ -496,6 +564,12 @@ pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> Result<Config, Errs> {
                 );
             }
             if let Some(local) = pick!(local_address) {
+                if !super::host::is_local(local) {
+                    warns.push((
+                        format!("{nk}.local-address"),
+                        WarningKind::NotLocal { address: local },
+                    ));
+                }
                 if local.is_ipv4() != address.is_ipv4() {
                     invalid(
                         &mut errs,

@@ -60,7 +60,7 @@ fn the_issue_sample_loads() {
         "{HEAD}listen = [\"127.0.0.1:1179\"]\n[bgp.rib-sharding]\nnumber-of-shards = 2\n\
          [bgp.update-threading]\nnumber-of-threads = 2\n[[bgp.group]]\nname = \"upstreams\"\n\
          type = \"external\"\npeer-as = 65001\nimport = [\"accept\"]\nexport = [\"reject\"]\n\
-         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\nport = 1790\nlocal-address = \"127.0.0.1\"\n"
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\nport = 1790\nlocal-address = \"198.51.100.1\"\n"
     );
     let c = load_str(&text).unwrap();
     assert_eq!(c.listen, ["127.0.0.1:1179".parse().unwrap()]);
@@ -71,8 +71,8 @@ fn the_issue_sample_loads() {
 fn defaults() {
     let c = load_str(&format!(
         "{HEAD}[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
-         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n\
-         [[bgp.group]]\nname = \"i\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"127.0.0.3\"\n"
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         [[bgp.group]]\nname = \"i\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"198.51.100.3\"\n"
     ))
     .unwrap();
     let (e, i) = (&c.peers[0], &c.peers[1]);
@@ -108,9 +108,9 @@ fn defaults() {
 fn inheritance_most_specific_wins() {
     let c = load_str(&format!(
         "{HEAD}hold-time = 60\n[[bgp.group]]\nname = \"g\"\ntype = \"external\"\npeer-as = 1\nhold-time = 30\n\
-         [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n\
-         [[bgp.group.neighbor]]\naddress = \"127.0.0.3\"\nhold-time = 9\n\
-         [[bgp.group]]\nname = \"h\"\ntype = \"external\"\npeer-as = 2\n[[bgp.group.neighbor]]\naddress = \"127.0.0.4\"\n"
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.3\"\nhold-time = 9\n\
+         [[bgp.group]]\nname = \"h\"\ntype = \"external\"\npeer-as = 2\n[[bgp.group.neighbor]]\naddress = \"198.51.100.4\"\n"
     ))
     .unwrap();
     let holds: Vec<u16> = c.peers.iter().map(|p| p.hold_time).collect();
@@ -122,10 +122,10 @@ fn inheritance_most_specific_wins() {
 fn each_error_has_its_line_and_key() {
     let text = "[bgp]\nlocal-as = 65000\nrouter-id = \"0.0.0.0\"\nhold-time = 2\n\n\
         [[bgp.group]]\nname = \"a\"\ntype = \"externa\"\nimport = [\"acept\"]\n\n\
-        [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\nttl-security = 0\n\n\
-        [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npeer-as = 65001\n\n\
+        [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\nttl-security = 0\n\n\
+        [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\npeer-as = 65001\n\n\
         [[bgp.group]]\nname = \"a\"\ntype = \"internal\"\ncluster = \"1.2.3.4\"\n\
-        [[bgp.group.neighbor]]\naddress = \"::1\"\nlocal-address = \"127.0.0.1\"\npeer-as = 7\n";
+        [[bgp.group.neighbor]]\naddress = \"2001:db8::1\"\nlocal-address = \"198.51.100.1\"\npeer-as = 7\n";
     let e = errors(text);
     let find = |key: &str| {
         e.iter()
@@ -145,7 +145,7 @@ fn each_error_has_its_line_and_key() {
     assert_eq!(
         kind,
         ErrorKind::Duplicate {
-            value: "neighbor 127.0.0.2 port 179".into(),
+            value: "neighbor 198.51.100.2 port 179".into(),
             first: 12
         }
     );
@@ -164,7 +164,7 @@ fn each_error_has_its_line_and_key() {
 #[test]
 fn unknown_keys_are_errors() {
     let e = errors(&format!(
-        "{HEAD}[[bgp.group]]\nname = \"x\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"127.0.0.1\"\nporrt = 5\n"
+        "{HEAD}[[bgp.group]]\nname = \"x\"\ntype = \"internal\"\n[[bgp.group.neighbor]]\naddress = \"198.51.100.1\"\nporrt = 5\n"
     ));
     assert_eq!(e.len(), 1);
     let (line, key, kind) = &e[0];
@@ -172,17 +172,32 @@ fn unknown_keys_are_errors() {
         (line, key.as_str()),
         (&Some(9), "bgp.group[0].neighbor[0].porrt")
     );
-    assert!(matches!(kind, ErrorKind::Parse(m) if m.contains("unknown field `porrt`")));
+    assert_eq!(
+        kind,
+        &ErrorKind::UnknownKey("is not a key here: did you mean `port`?".into())
+    );
+    // Misspelt, a required key is not reported missing as well.
     let e = errors("[bgp]\nlocal-as = 1\nrouterid = \"1.1.1.1\"\n");
     assert_eq!((e[0].0, e[0].1.as_str()), (Some(3), "bgp.routerid"));
+    assert_eq!(e.len(), 1, "{e:?}");
 }
 
 #[test]
 fn wrong_types_and_syntax() {
     let e = errors("[bgp]\nlocal-as = \"x\"\n");
-    assert_eq!((e[0].0, e[0].1.as_str()), (Some(2), "bgp.local-as"));
+    assert_eq!((e[1].0, e[1].1.as_str()), (Some(2), "bgp.local-as"));
+    assert_eq!(
+        e[1].2,
+        ErrorKind::Parse("\"x\" is a string: expected a whole number from 0 to 4294967295".into())
+    );
+    // The same mistake is not reported again as a missing key; the other missing one is.
+    assert_eq!(e.len(), 2, "{e:?}");
+    assert_eq!(
+        (&e[0].1[..], &e[0].2),
+        ("bgp.router-id", &ErrorKind::Missing)
+    );
     let e = errors("[bgp]\nlocal-as = 1\nlisten = [\"127.0.0.1\"]\n");
-    assert_eq!((e[0].0, e[0].1.as_str()), (Some(3), "bgp.listen[0]"));
+    assert_eq!((e[1].0, e[1].1.as_str()), (Some(3), "bgp.listen[0]"));
     let e = errors("[bgp\nlocal-as = 1\n");
     assert_eq!(e[0].0, Some(1));
 }
@@ -210,7 +225,7 @@ fn missing_and_semantic_errors() {
     );
     let e = errors(&format!(
         "{HEAD}[[bgp.group]]\nname = \"g\"\ntype = \"external\"\npeer-as = 65000\nauthentication-key = \"{}\"\n\
-         [bgp.group.prefix-limit.inet-unicast]\nteardown = true\n[[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n",
+         [bgp.group.prefix-limit.inet-unicast]\nteardown = true\n[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n",
         "k".repeat(81)
     ));
     let keys: Vec<&str> = e.iter().map(|(_, k, _)| k.as_str()).collect();
@@ -229,7 +244,7 @@ fn local_as_options() {
     let group = "[[bgp.group]]\nname = \"old-as\"\ntype = \"external\"\npeer-as = 65001\n";
     let c = load_str(&format!(
         "{HEAD}{group}local-as = 65100\nlocal-as-private = true\n\
-         [[bgp.group.neighbor]]\naddress = \"192.0.2.2\"\nno-prepend-global-as = true\n"
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\nno-prepend-global-as = true\n"
     ))
     .unwrap();
     let p = &c.peers[0];
@@ -237,7 +252,7 @@ fn local_as_options() {
     assert!(p.local_as_private && p.no_prepend_global_as);
     // Without a local-as of its own, the options have nothing to act on.
     let e = errors(&format!(
-        "{HEAD}{group}no-prepend-global-as = true\n[[bgp.group.neighbor]]\naddress = \"192.0.2.2\"\n"
+        "{HEAD}{group}no-prepend-global-as = true\n[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n"
     ));
     assert_eq!(
         e,
@@ -255,7 +270,7 @@ fn local_as_options() {
 #[test]
 fn management_defaults_and_errors() {
     let neighbor = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
-                    [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\n";
+                    [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
     let c = load_str(&format!("{HEAD}{neighbor}")).unwrap();
     assert_eq!(
         c.management,
