@@ -126,6 +126,8 @@ pub struct Dut {
     pub version: String,
     child: Child,
     pub dir: PathBuf,
+    /// The configuration it was started with.
+    pub config: PathBuf,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), DutError> {
@@ -207,9 +209,11 @@ impl Dut {
             source,
         })?;
         let d = dir.display();
+        let config;
         let mut cmd = match kind {
             DutKind::Ribshard => {
                 let conf = dir.join("ribshard.toml");
+                config = conf.clone();
                 let socket = dir.join("ribshard.sock");
                 let config = format!(
                     "{}\n[management]\nsocket = \"{}\"\n",
@@ -227,6 +231,7 @@ impl Dut {
             }
             DutKind::Bird2 => {
                 let conf = dir.join("bird.conf");
+                config = conf.clone();
                 write(&conf, &bird_config(topo, dir))?;
                 let mut c = Command::new(&program);
                 c.arg("-f").arg("-c").arg(&conf);
@@ -236,6 +241,7 @@ impl Dut {
             }
             DutKind::Frr => {
                 let conf = dir.join("frr.conf");
+                config = conf.clone();
                 write(&conf, &frr_config(topo, dir))?;
                 let mut c = Command::new(&program);
                 c.args(["-Z", "-S", "-f"]).arg(&conf);
@@ -246,6 +252,7 @@ impl Dut {
             }
             DutKind::Gobgpd => {
                 let conf = dir.join("gobgpd.toml");
+                config = conf.clone();
                 write(&conf, &gobgp_config(topo))?;
                 let mut c = Command::new(&program);
                 c.arg("-f").arg(&conf).arg("-p");
@@ -255,6 +262,7 @@ impl Dut {
             }
             DutKind::Openbgpd => {
                 let conf = dir.join("bgpd.conf");
+                config = conf.clone();
                 write(&conf, &openbgpd_config(topo, dir))?;
                 // Its chroot directory /run/openbgpd, in a private mount namespace.
                 let mut c = Command::new("unshare");
@@ -279,6 +287,7 @@ impl Dut {
             version,
             child,
             dir: dir.to_path_buf(),
+            config,
         })
     }
 

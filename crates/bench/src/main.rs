@@ -53,6 +53,13 @@ enum Command {
         /// attribute (ribshard `show route detail`, `birdc show route all`).
         #[arg(long)]
         time_show: bool,
+        /// Print the daemon's configuration once it has started.
+        #[arg(long)]
+        print_config: bool,
+        /// Once converged, print ribshard's `show bgp summary`, `show route summary` and
+        /// `show thread cpu` (what `scripts/run` shows a newcomer).
+        #[arg(long)]
+        show: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -136,6 +143,8 @@ fn main() -> ExitCode {
             sizes,
             show_load,
             time_show,
+            print_config,
+            show,
         } => {
             let opts = Options {
                 scenario,
@@ -152,6 +161,8 @@ fn main() -> ExitCode {
                 seed: common.seed,
                 show_load,
                 time_show,
+                print_config,
+                operator_view: show,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

@@ -206,6 +206,8 @@ pub fn run_matrix<E>(
                 seed: m.seed,
                 show_load: false,
                 time_show: false,
+                print_config: false,
+                operator_view: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

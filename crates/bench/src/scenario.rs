@@ -114,6 +114,11 @@ pub struct Options {
     pub show_load: bool,
     /// Once converged, the whole table through the daemon's CLI is timed.
     pub time_show: bool,
+    /// Print the daemon's configuration once it has started.
+    pub print_config: bool,
+    /// Once converged, print what an operator's first show commands say (ribshard:
+    /// `show bgp summary`, `show route summary`, `show thread cpu`).
+    pub operator_view: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -711,6 +716,14 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         source,
     })?;
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
+    if opts.print_config {
+        let text = std::fs::read_to_string(&dut.config).unwrap_or_default();
+        println!(
+            "== {} started with {}:\n{text}",
+            opts.dut.name(),
+            dut.config.display()
+        );
+    }
     let result = measure(opts, &plan, &mut dut);
     let version = dut.version.clone();
     let peak = dut.memory().1;
@@ -894,6 +907,18 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         ),
         _ => (None, None),
     };
+    if opts.operator_view && phase.converged {
+        println!(
+            "== converged in {:.3} s: {} routes from {} upstream peers, whole at {} downstream",
+            phase.converge_s,
+            plan.routes,
+            senders.len(),
+            receivers.len()
+        );
+        for (words, out) in crate::show::operator_view(dut) {
+            println!("== {words}\n{out}");
+        }
+    }
     // For a look at the converged daemon by hand (profiling, show commands).
     if let Some(secs) = std::env::var("RIBSHARD_BENCH_HOLD")
         .ok()

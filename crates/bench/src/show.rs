@@ -55,6 +55,37 @@ pub fn commands(dut: &Dut) -> Option<Commands> {
     })
 }
 
+/// What an operator's first look shows of a converged daemon: each command and its
+/// output (ribshard only: the others' CLIs differ).
+pub fn operator_view(dut: &Dut) -> Vec<(String, String)> {
+    if dut.kind != DutKind::Ribshard {
+        return Vec::new();
+    }
+    let socket = dut.dir.join("ribshard.sock");
+    [
+        &["show", "bgp", "summary"][..],
+        &["show", "route", "summary"],
+        &["show", "thread", "cpu"],
+    ]
+    .iter()
+    .map(|words| {
+        let out = Command::new(crate::dut::ribshard_binary())
+            .arg("--socket")
+            .arg(&socket)
+            .args(*words)
+            .stdin(Stdio::null())
+            .output();
+        let text = match out {
+            Ok(o) => {
+                String::from_utf8_lossy(&o.stdout).to_string() + &String::from_utf8_lossy(&o.stderr)
+            }
+            Err(e) => format!("cannot run ribshard: {e}\n"),
+        };
+        (format!("ribshard {}", words.join(" ")), text)
+    })
+    .collect()
+}
+
 /// Runs a command to the end, its output into /dev/null as an operator's `> /dev/null`
 /// would: the seconds it took.
 fn run(argv: &[String]) -> Option<f64> {
