@@ -6,7 +6,7 @@
 use clap::{Parser, Subcommand};
 use ribshard::config;
 use std::io::{self, BufWriter, Write};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 #[derive(Parser)]
@@ -32,7 +32,7 @@ enum Command {
     /// configuration again (thread counts change with sessions up).
     Run {
         /// The configuration file (TOML); see `ribshard config example`.
-        #[arg(long, short)]
+        #[arg(long, short, default_value = config::DEFAULT_FILE)]
         config: PathBuf,
         /// Write every received UPDATE to this MRT file (BGP4MP), as a collector would.
         #[arg(long)]
@@ -59,6 +59,10 @@ enum Command {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Whether RIB sharding and update threading pay on this machine, and with how many
+    /// threads: weighs the CPUs (cores, SMT, NUMA and NICs, governor, load), the running
+    /// daemon's workload when one answers on --socket, and ribshard's measurements.
+    Advise,
     /// Check or print configuration files.
     Config {
         #[command(subcommand)]
@@ -76,6 +80,7 @@ enum ConfigCommand {
     /// Check a configuration file; every error names the file, line and key.
     Check {
         /// The configuration file (TOML).
+        #[arg(default_value = config::DEFAULT_FILE)]
         file: PathBuf,
     },
     /// Print an annotated, complete example configuration.
@@ -125,7 +130,7 @@ fn main() -> ExitCode {
     // The client commands log nothing; their errors go to stderr as words.
     if !matches!(
         cli.command,
-        Command::Show { .. } | Command::Clear { .. } | Command::Configure { .. }
+        Command::Show { .. } | Command::Clear { .. } | Command::Configure { .. } | Command::Advise
     ) {
         init_logging(cli.log_json);
     }
@@ -166,6 +171,7 @@ fn main() -> ExitCode {
             cli.json,
             ribshard::cli::parse_configure(&words),
         ),
+        Command::Advise => advise(&cli.socket, cli.json),
         Command::Config { command } => config_command(command),
         Command::Mrt { command } => match mrt(command) {
             Ok(()) => ExitCode::SUCCESS,
@@ -197,15 +203,8 @@ fn client(
             return ExitCode::from(2);
         }
     };
-    let rt = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("{e}");
-            return ExitCode::FAILURE;
-        }
+    let Some(rt) = client_runtime() else {
+        return ExitCode::FAILURE;
     };
     let endpoint = ribshard::cli::endpoint(socket);
     match rt.block_on(ribshard::cli::execute(endpoint, request, json)) {
@@ -215,6 +214,44 @@ fn client(
             ExitCode::FAILURE
         }
     }
+}
+
+/// The one-thread runtime the API's client commands run on (an error said).
+fn client_runtime() -> Option<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| eprintln!("{e}"))
+        .ok()
+}
+
+fn advise(socket: &str, json: bool) -> ExitCode {
+    use ribshard::advise;
+    let machine = advise::machine::Machine::read(Path::new("/sys"), Path::new("/proc"));
+    let Some(rt) = client_runtime() else {
+        return ExitCode::FAILURE;
+    };
+    let workload = match rt.block_on(advise::workload(ribshard::cli::endpoint(socket))) {
+        Ok(w) => Some(w),
+        Err(e) => {
+            eprintln!("no running daemon at {socket} ({e}): advising from the machine alone");
+            None
+        }
+    };
+    let measured = advise::measured::measured();
+    let a = advise::advise(&machine, workload.as_ref(), &measured);
+    if json {
+        let v = serde_json::json!({
+            "machine": machine,
+            "workload": workload,
+            "measured": measured,
+            "advice": a,
+        });
+        println!("{}", serde_json::to_string_pretty(&v).unwrap_or_default());
+    } else {
+        print!("{}", advise::render(&machine, workload.as_ref(), &a));
+    }
+    ExitCode::SUCCESS
 }
 
 fn config_command(command: ConfigCommand) -> ExitCode {

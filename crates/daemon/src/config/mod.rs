@@ -18,6 +18,10 @@ use std::fmt;
 use std::net::IpAddr;
 use std::path::{Path, PathBuf};
 
+/// Where `ribshard run` and `config check` look without a file named (the Debian package
+/// installs the example there).
+pub const DEFAULT_FILE: &str = "/etc/ribshard/ribshard.toml";
+
 /// The annotated example printed by `ribshard config example`; a test loads it.
 pub const EXAMPLE: &str = include_str!("example.toml");
 

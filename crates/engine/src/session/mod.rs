@@ -205,7 +205,15 @@ impl Sessions {
         };
         for addr in listen {
             let l = socket::listen(*addr)
-                .map_err(|e| io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}")))?;
+                .map_err(|e| {
+                    // Ports under 1024 need root or CAP_NET_BIND_SERVICE: say so.
+                    let hint = if e.kind() == io::ErrorKind::PermissionDenied && addr.port() < 1024 {
+                        " (ports under 1024 need root or CAP_NET_BIND_SERVICE: see docs/OPERATIONS.md, \"Without root\")"
+                    } else {
+                        ""
+                    };
+                    io::Error::new(e.kind(), format!("cannot listen on {addr}: {e}{hint}"))
+                })?;
             info!(%addr, "listening");
             let l = Arc::new(l);
             sessions.sockets.push((*addr, l.clone()));
