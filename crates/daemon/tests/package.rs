@@ -13,9 +13,11 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-/// The newest package `scripts/package` built.
+/// The newest package `scripts/package` built, in this test's target directory.
 fn package() -> Option<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debian");
+    // target/<profile>/deps/package-<hash>
+    let exe = std::env::current_exe().ok()?;
+    let dir = exe.parent()?.parent()?.parent()?.join("debian");
     let newest = std::fs::read_dir(&dir)
         .ok()?
         .flatten()
