@@ -112,6 +112,11 @@ pub enum DutError {
         status: String,
         log: PathBuf,
     },
+    #[error("the BIRD relay at {relay} did not establish its session with the DUT: {what}")]
+    Relay {
+        relay: std::net::Ipv4Addr,
+        what: String,
+    },
 }
 
 /// Threads of ribshard's pipeline.

@@ -13,6 +13,7 @@
 
 pub mod chart;
 pub mod dut;
+pub mod relay;
 pub mod report;
 pub mod scenario;
 pub mod show;

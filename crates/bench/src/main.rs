@@ -56,6 +56,11 @@ enum Command {
         /// Print the daemon's configuration once it has started.
         #[arg(long)]
         print_config: bool,
+        /// Put a real BIRD 2 in each downstream neighbor's place, re-advertising to the
+        /// bench's receiver: the clock stops when the receiver holds everything through BIRD
+        /// (full-table, two-full-tables, churn).
+        #[arg(long)]
+        through_bird: bool,
         /// Once converged, print ribshard's `show bgp summary`, `show route summary` and
         /// `show thread cpu` (what `scripts/run` shows a newcomer).
         #[arg(long)]
@@ -144,6 +149,7 @@ fn main() -> ExitCode {
             show_load,
             time_show,
             print_config,
+            through_bird,
             show,
         } => {
             let opts = Options {
@@ -162,6 +168,7 @@ fn main() -> ExitCode {
                 show_load,
                 time_show,
                 print_config,
+                through_bird,
                 operator_view: show,
             };
             match scenario::run(&opts) {

@@ -50,6 +50,21 @@ pub fn one_line(r: &RunResult) -> String {
             r.speed.unwrap_or(1.0)
         );
     }
+    if let Some(t) = &r.through {
+        let _ = write!(s, "  through {t}");
+    }
+    let got = &r.received;
+    if got.updates > 0 {
+        let _ = write!(
+            s,
+            "  received {} UPDATEs, {:.1} MB ({:.0} UPDATEs, {:.1} kB per 1,000 prefixes; {} redundant)",
+            got.updates,
+            got.octets as f64 / 1e6,
+            got.updates_per_1k(),
+            got.octets_per_1k() / 1e3,
+            got.redundant
+        );
+    }
     if let Some(p) = &r.problem {
         let _ = write!(s, "  ({p})");
     }
@@ -99,6 +114,9 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         show_route_lines: None,
         show_route_detail_s: None,
         show_route_detail_octets: None,
+        received: Default::default(),
+        receivers: Vec::new(),
+        through: opts.through_bird.then(|| "bird2".to_string()),
     }
 }
 
@@ -208,6 +226,7 @@ pub fn run_matrix<E>(
                 time_show: false,
                 print_config: false,
                 operator_view: false,
+                through_bird: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());
@@ -312,6 +331,28 @@ impl Cell<'_> {
             self.cpu(),
             self.rss_mib()
         );
+        // What the receivers got, per 1,000 prefixes they hold (runs that counted it).
+        let counted: Vec<&RunResult> = self
+            .runs
+            .iter()
+            .copied()
+            .filter(|r| r.received.updates > 0)
+            .collect();
+        if !counted.is_empty() {
+            let upd = median(
+                counted
+                    .iter()
+                    .map(|r| r.received.updates_per_1k())
+                    .collect(),
+            );
+            let kb = median(
+                counted
+                    .iter()
+                    .map(|r| r.received.octets_per_1k() / 1e3)
+                    .collect(),
+            );
+            let _ = write!(s, " · {upd:.0} UPDATEs, {kb:.1} kB /1k prefixes");
+        }
         if self.runs.len() > 1 {
             let _ = write!(s, " · median of {}", self.runs.len());
         }
@@ -342,7 +383,11 @@ struct RowKey {
 
 fn row_key(r: &RunResult) -> RowKey {
     RowKey {
-        scenario: r.scenario.clone(),
+        // Runs through a real downstream router are rows of their own.
+        scenario: match &r.through {
+            Some(t) => format!("{} through {t}", r.scenario),
+            None => r.scenario.clone(),
+        },
         routes: r.routes,
         speed: r.speed,
     }

@@ -8,6 +8,7 @@
 //! any receiver got. Correct means every receiver then holds exactly its expected prefixes.
 
 use crate::dut::{Dut, DutError, DutKind, Neighbor, Role, Threads, Topology, LOCAL_AS};
+use crate::relay::Relay;
 use crate::speaker::{now_ns, Bits, Holding, Index, PeerSpec, Session, SessionError};
 use crate::table::{self, Feed, Source, Spread, Trace};
 use hashbrown::HashMap;
@@ -116,6 +117,9 @@ pub struct Options {
     pub time_show: bool,
     /// Print the daemon's configuration once it has started.
     pub print_config: bool,
+    /// Each downstream neighbor is a real BIRD 2 re-advertising to the bench's receiver
+    /// (transit scenarios: full-table, two-full-tables).
+    pub through_bird: bool,
     /// Once converged, print what an operator's first show commands say (ribshard:
     /// `show bgp summary`, `show route summary`, `show thread cpu`).
     pub operator_view: bool,
@@ -134,6 +138,8 @@ pub enum BenchError {
     },
     #[error("the churn scenario needs {0}")]
     NoTrace(PathBuf),
+    #[error("--through-bird needs eBGP downstreams: full-table or two-full-tables, not {0}")]
+    NoRelay(&'static str),
 }
 
 /// One run, as `--json` writes it.
@@ -187,6 +193,51 @@ pub struct RunResult {
     /// The same with every attribute (ribshard `show route detail`, `birdc show route all`).
     pub show_route_detail_s: Option<f64>,
     pub show_route_detail_octets: Option<u64>,
+    /// What the downstream peers were sent in the run (since their sessions came up),
+    /// summed over them; each one's in `receivers`. Rows of older runs have none.
+    #[serde(default)]
+    pub received: Received,
+    /// `bird2` when each downstream was a real BIRD 2 relaying to the bench's receiver.
+    #[serde(default)]
+    pub through: Option<String>,
+    #[serde(default)]
+    pub receivers: Vec<Received>,
+}
+
+/// What one downstream peer (or all of them) received: the work a real router pays for.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct Received {
+    /// The receiving speaker's address (empty for the sum).
+    pub peer: String,
+    pub updates: u64,
+    /// Octets of those UPDATEs, headers included.
+    pub octets: u64,
+    /// Prefixes announced (NLRI) and withdrawn.
+    pub announced: u64,
+    pub withdrawn: u64,
+    /// Announcements of a prefix with the attributes it already held there: work for nothing.
+    pub redundant: u64,
+    /// Prefixes it holds at the end: what the other counts are per.
+    pub held: u64,
+}
+
+impl Received {
+    /// UPDATEs per 1,000 prefixes held at the end.
+    pub fn updates_per_1k(&self) -> f64 {
+        self.updates as f64 * 1000.0 / self.held.max(1) as f64
+    }
+    /// Octets per 1,000 prefixes held at the end.
+    pub fn octets_per_1k(&self) -> f64 {
+        self.octets as f64 * 1000.0 / self.held.max(1) as f64
+    }
+    fn add(&mut self, o: &Received) {
+        self.updates += o.updates;
+        self.octets += o.octets;
+        self.announced += o.announced;
+        self.withdrawn += o.withdrawn;
+        self.redundant += o.redundant;
+        self.held += o.held;
+    }
 }
 
 /// The neighbors, what each announces, and what each receiver must hold.
@@ -428,6 +479,7 @@ fn establish_all(
     which: &[usize],
     sessions: &mut [Option<Session>],
     record: Option<usize>,
+    relays: &[Option<Relay>],
 ) -> Result<(), BenchError> {
     let dut = SocketAddrV4::new(crate::dut::DUT_ADDR, plan.topo.port);
     // Receivers first, so they are up before the first route arrives.
@@ -441,20 +493,27 @@ fn establish_all(
                 .map(|&i| {
                     s.spawn(move || {
                         let n = &plan.topo.neighbors[i];
+                        // Behind a relay, the receiver is its neighbor, not the DUT's.
+                        let (spec, to) = match relays.get(i).and_then(Option::as_ref) {
+                            Some(r) => (r.receiver, r.listen),
+                            None => (
+                                PeerSpec {
+                                    local: n.addr,
+                                    asn: n.asn,
+                                },
+                                dut,
+                            ),
+                        };
                         let holding = plan.expected[i].as_ref().map(|_| {
-                            let mut h = Holding::new(plan.index.clone(), n.asn);
+                            let mut h = Holding::new(plan.index.clone(), spec.asn);
                             if record == Some(i) {
                                 h.record = Some(Vec::new());
                             }
                             h
                         });
-                        let spec = PeerSpec {
-                            local: n.addr,
-                            asn: n.asn,
-                        };
                         let r = Session::establish(
                             spec,
-                            dut,
+                            to,
                             plan.topo.hold,
                             holding,
                             Duration::from_secs(90),
@@ -758,7 +817,24 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     let record = (sc == Scenario::Churn)
         .then(|| receivers.first().copied())
         .flatten();
-    establish_all(plan, &all, &mut sessions, record)?;
+    // A real BIRD in each downstream's place, when asked: up with the DUT before the clock.
+    let relays: Vec<Option<Relay>> = if opts.through_bird {
+        if plan.topo.role != Role::Transit {
+            return Err(BenchError::NoRelay(sc.name()));
+        }
+        let mut v = Vec::new();
+        for (i, n) in plan.topo.neighbors.iter().enumerate() {
+            v.push(match plan.expected[i] {
+                Some(_) => Some(Relay::start(n, &plan.topo, i, &dut.dir)?),
+                None => None,
+            });
+        }
+        tracing::info!("{} BIRD relays up", v.iter().flatten().count());
+        v
+    } else {
+        Vec::new()
+    };
+    establish_all(plan, &all, &mut sessions, record, &relays)?;
     tracing::info!("{} sessions up", n);
     std::thread::sleep(Duration::from_millis(500));
     let base_rss = dut.memory().0;
@@ -810,7 +886,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
                     s.cease(true);
                 }
                 let t0 = now_ns();
-                establish_all(plan, &which, &mut sessions, None)?;
+                establish_all(plan, &which, &mut sessions, None, &relays)?;
                 tracing::info!(
                     "{} sessions reset and re-established in {:.3} s",
                     which.len(),
@@ -927,6 +1003,24 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         tracing::warn!(dir = %dut.dir.display(), secs, "holding the converged daemon");
         std::thread::sleep(Duration::from_secs(secs));
     }
+    let receivers: Vec<Received> = watch
+        .iter()
+        .filter_map(|&i| sessions.get(i)?.as_ref())
+        .map(|s| {
+            let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            Received {
+                peer: s.spec.local.to_string(),
+                updates: load(&s.stats.updates),
+                octets: load(&s.stats.update_octets),
+                announced: load(&s.stats.announced),
+                withdrawn: load(&s.stats.withdrawn),
+                redundant: load(&s.stats.redundant),
+                held: load(&s.stats.held),
+            }
+        })
+        .collect();
+    let mut received = Received::default();
+    receivers.iter().for_each(|r| received.add(r));
     for s in sessions.into_iter().flatten() {
         s.close(false);
     }
@@ -968,6 +1062,9 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         show_route_lines: shown.map(|s| s.2),
         show_route_detail_s: shown_detail.map(|s| s.0),
         show_route_detail_octets: shown_detail.map(|s| s.1),
+        received,
+        receivers,
+        through: opts.through_bird.then(|| "bird2".to_string()),
     };
     Ok((r, base_rss))
 }

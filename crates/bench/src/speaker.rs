@@ -117,8 +117,16 @@ pub struct Holding {
     /// The receiving speaker's AS, for AS_PATH loop detection.
     asn: u32,
     pub bits: Bits,
+    /// Per prefix of the index, a hash of the path attributes it is held with (0: none):
+    /// an announcement with the same ones again changes nothing at the receiver.
+    attrs: Vec<u64>,
     /// Prefixes held that are not in the index at all.
     pub extras: HashSet<u64>,
+    /// Prefixes announced (NLRI), withdrawn, and announced again with the attributes they
+    /// were already held with.
+    pub announced: u64,
+    pub withdrawn: u64,
+    pub redundant: u64,
     /// When set, every received prefix with its receipt time (for latency percentiles).
     pub record: Option<Vec<(u64, u64)>>,
 }
@@ -127,19 +135,40 @@ impl Holding {
     pub fn new(index: Arc<Index>, asn: u32) -> Holding {
         let bits = Bits::new(index.len());
         Holding {
+            attrs: vec![0; index.len()],
             index,
             asn,
             bits,
             extras: HashSet::new(),
+            announced: 0,
+            withdrawn: 0,
+            redundant: 0,
             record: None,
         }
     }
-    fn apply(&mut self, key: u64, announce: bool, now: u64) {
+    /// A prefix announced with attributes hashing to `attrs`, or withdrawn (`attrs` 0: also
+    /// an announcement the receiver must ignore, RFC 4271 section 9.1.2).
+    fn apply(&mut self, key: u64, announce: bool, attrs: u64, now: u64) {
+        if attrs != 0 || announce {
+            self.announced += 1;
+        } else {
+            self.withdrawn += 1;
+        }
         match (self.index.get(key), announce) {
             (Some(i), true) => {
+                let held = self.attrs.get_mut(i as usize);
+                if let Some(h) = held {
+                    if *h == attrs {
+                        self.redundant += 1;
+                    }
+                    *h = attrs;
+                }
                 self.bits.set(i);
             }
             (Some(i), false) => {
+                if let Some(h) = self.attrs.get_mut(i as usize) {
+                    *h = 0;
+                }
                 self.bits.clear(i);
             }
             (None, true) => {
@@ -159,6 +188,12 @@ impl Holding {
 #[derive(Default)]
 pub struct Stats {
     pub updates: AtomicU64,
+    /// Octets of those UPDATEs, headers included.
+    pub update_octets: AtomicU64,
+    /// Prefixes announced, withdrawn, and announced again unchanged (downstream speakers).
+    pub announced: AtomicU64,
+    pub withdrawn: AtomicU64,
+    pub redundant: AtomicU64,
     /// Prefixes of the held set (downstream speakers only).
     pub held: AtomicU64,
     pub extras: AtomicU64,
@@ -412,7 +447,7 @@ fn read_loop(
     loop {
         let now = now_ns();
         let mut lo = 0;
-        let (mut updates, mut messages) = (0u64, 0u64);
+        let (mut updates, mut messages, mut octets) = (0u64, 0u64, 0u64);
         let mut guard = holding.and_then(|h| h.lock().ok());
         while let Some(len) = buf
             .get(lo + 16..lo + 18)
@@ -431,6 +466,7 @@ fn read_loop(
             match msg.get(18) {
                 Some(2) => {
                     updates += 1;
+                    octets += len as u64;
                     if let Some(h) = guard.as_deref_mut() {
                         if !count_update(msg, h, now) {
                             stats.malformed.store(true, Ordering::Relaxed);
@@ -459,9 +495,13 @@ fn read_loop(
         if let Some(h) = guard {
             stats.held.store(h.bits.count(), Ordering::Relaxed);
             stats.extras.store(h.extras.len() as u64, Ordering::Relaxed);
+            stats.announced.store(h.announced, Ordering::Relaxed);
+            stats.withdrawn.store(h.withdrawn, Ordering::Relaxed);
+            stats.redundant.store(h.redundant, Ordering::Relaxed);
         }
         if updates > 0 {
             stats.updates.fetch_add(updates, Ordering::Relaxed);
+            stats.update_octets.fetch_add(octets, Ordering::Relaxed);
             stats.last_update_ns.store(now, Ordering::Relaxed);
         }
         buf.copy_within(lo..hi, 0);
@@ -496,10 +536,20 @@ fn count_update(msg: &[u8], h: &mut Holding, now: u64) -> bool {
     // RFC 4271 section 9.1.2: a speaker ignores a route whose AS_PATH holds its own AS, so the
     // new route replaces (withdraws) whatever was held for its prefixes. Route servers may send a
     // peer its own routes back; a real peer drops them this way, and so do we.
-    let announce = !msg
-        .get(23 + wlen..23 + wlen + alen)
-        .is_some_and(|attrs| as_path_contains(attrs, h.asn));
-    prefixes(withdrawn, |k| h.apply(k, false, now)) && prefixes(nlri, |k| h.apply(k, announce, now))
+    let attrs = msg.get(23 + wlen..23 + wlen + alen).unwrap_or_default();
+    let announce = !as_path_contains(attrs, h.asn);
+    // The attributes as the receiver would compare them: their bytes (never 0 for an
+    // announcement, so that 0 can mean "not held").
+    let hash = if nlri.is_empty() { 0 } else { fnv1a(attrs) | 1 };
+    prefixes(withdrawn, |k| h.apply(k, false, 0, now))
+        && prefixes(nlri, |k| h.apply(k, announce, hash, now))
+}
+
+/// FNV-1a, 64 bits: the same bytes hash the same in every session and run.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Whether the AS_PATH attribute (4-octet AS numbers, RFC 6793) contains `asn`.
@@ -601,6 +651,25 @@ mod tests {
         assert!(count_update(&update(&[65_001, 65_002]), &mut h, 0));
         assert_eq!(h.bits.count(), 1, "10/8 held, 198.51.100/24 withdrawn");
         assert_eq!(h.extras.len(), 1, "192.0.2.0/24 is not in the index");
+    }
+
+    /// What a receiver is sent is counted: prefixes announced and withdrawn, and an
+    /// announcement of what it already holds, with the same attributes, as redundant.
+    #[test]
+    fn counts_what_the_receiver_gets_and_what_it_did_not_need() {
+        let index = Arc::new(Index::new([
+            key([10, 0, 0, 0], 8),
+            key([198, 51, 100, 0], 24),
+        ]));
+        let mut h = Holding::new(index, 65_010);
+        assert!(count_update(&update(&[65_001]), &mut h, 0));
+        assert_eq!((h.announced, h.withdrawn, h.redundant), (2, 1, 0));
+        // The same again: 10/8 is held with these attributes (192.0.2/24 is not indexed).
+        assert!(count_update(&update(&[65_001]), &mut h, 0));
+        assert_eq!((h.announced, h.withdrawn, h.redundant), (4, 2, 1));
+        // Other attributes: a real change.
+        assert!(count_update(&update(&[65_001, 65_003]), &mut h, 0));
+        assert_eq!(h.redundant, 1);
     }
 
     #[test]

@@ -5,8 +5,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A port of its own, so the bench's DUT never meets another test's daemon.
+/// Ports of their own, so the bench's DUT never meets another test's daemon (the tests of
+/// this file run in parallel).
 const PORT: &str = "27890";
+const RELAY_TEST_PORT: &str = "27892";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -34,11 +36,22 @@ fn bird_installed() -> bool {
 
 /// Runs one scenario and returns its JSON result object.
 fn run(scenario: &str, dut: &str, work: &Path) -> serde_json::Value {
-    let json = work.join(format!("{scenario}-{dut}.jsonl"));
+    run_with(scenario, dut, work, PORT, &[])
+}
+
+fn run_with(
+    scenario: &str,
+    dut: &str,
+    work: &Path,
+    port: &str,
+    extra: &[&str],
+) -> serde_json::Value {
+    let json = work.join(format!("{scenario}-{dut}{}.jsonl", extra.join("")));
     let out = Command::new(env!("CARGO_BIN_EXE_ribshard-bench"))
         .current_dir(repo_root())
         .env("RIBSHARD_BIN", ribshard_bin())
-        .args(["run", scenario, "--dut", dut, "--quick", "--port", PORT])
+        .args(["run", scenario, "--dut", dut, "--quick", "--port", port])
+        .args(extra)
         .arg("--json")
         .arg(&json)
         .arg("--work")
@@ -103,6 +116,41 @@ fn quick_two_full_tables_and_rr_are_correct_on_ribshard_and_bird() {
                 assert!(r["shards"].as_u64().is_some(), "{r}");
             }
         }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The real-receiver variant: each downstream is a real BIRD 2 re-advertising to the bench's
+/// receiver, which must hold exactly the expected prefixes through it; what the receiver got
+/// is counted.
+#[test]
+fn quick_two_full_tables_through_a_real_bird_are_correct() {
+    if !bird_installed() {
+        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2)");
+        return;
+    }
+    let work = std::env::temp_dir().join(format!("ribshard-bench-relay-{}", std::process::id()));
+    for dut in ["ribshard", "bird2"] {
+        let r = run_with(
+            "two-full-tables",
+            dut,
+            &work,
+            RELAY_TEST_PORT,
+            &["--through-bird"],
+        );
+        check(&r, "two-full-tables", dut);
+        assert_eq!(r["through"], "bird2", "{r}");
+        let got = &r["received"];
+        assert!(got["updates"].as_u64().unwrap_or(0) > 0, "{r}");
+        assert!(
+            got["octets"].as_u64().unwrap_or(0) > got["updates"].as_u64().unwrap_or(0) * 23,
+            "{r}"
+        );
+        assert_eq!(got["held"], r["prefixes"], "{r}");
+        assert!(
+            got["announced"].as_u64().unwrap_or(0) >= got["held"].as_u64().unwrap_or(0),
+            "{r}"
+        );
     }
     let _ = std::fs::remove_dir_all(&work);
 }
