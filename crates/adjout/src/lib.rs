@@ -267,7 +267,10 @@ impl UpdateGroup {
         self.buf.clear();
         let mut withdrawn: [Vec<Nlri>; 2] = [Vec::new(), Vec::new()];
         let mut sets: Vec<(Arc<Exported>, Vec<Nlri>)> = Vec::new();
+        // By pointer first (cheap), then by content: shards intern attribute sets apart, so
+        // one set reaches a group as several pointers when changes of several shards merge.
         let mut index: HashMap<*const Exported, usize> = HashMap::new();
+        let mut by_content: HashMap<Arc<Exported>, usize> = HashMap::new();
         let add_path = self.spec.params.add_path;
         for Entry {
             prefix,
@@ -293,8 +296,10 @@ impl UpdateGroup {
                 }
                 Some(e) => {
                     let i = *index.entry(Arc::as_ptr(e)).or_insert_with(|| {
-                        sets.push((e.clone(), Vec::new()));
-                        sets.len() - 1
+                        *by_content.entry(e.clone()).or_insert_with(|| {
+                            sets.push((e.clone(), Vec::new()));
+                            sets.len() - 1
+                        })
                     });
                     if let Some((_, v)) = sets.get_mut(i) {
                         v.push(nlri);
@@ -334,10 +339,52 @@ impl UpdateGroup {
     /// (a member that is the source of some of the paths gets its own encoding, with those
     /// withdrawn instead).
     pub fn live(&mut self, shard: usize, entries: &[Entry]) {
+        self.live_batches(&[(shard, entries)]);
+    }
+
+    /// Live changes from several shards (or several batches of one), in the order they
+    /// came: when every member follows all of those shards alike, they are packed together
+    /// (a prefix changed twice goes out once, as it ended), so the UPDATEs a member gets do
+    /// not depend on how many shards the table is spread over. Otherwise each batch goes
+    /// as it came.
+    pub fn live_batches(&mut self, batches: &[(usize, &[Entry])]) {
+        let Some(&(first, _)) = batches.first() else {
+            return;
+        };
+        let alike = self.members.iter().all(|m| {
+            let f = m.live.get(first);
+            batches.iter().all(|(s, _)| m.live.get(*s) == f)
+        });
+        if batches.len() == 1 || !alike {
+            for (shard, entries) in batches {
+                self.live_merged(*shard, &[(*shard, entries)], entries);
+            }
+            return;
+        }
+        // The last change of each prefix, in order of its first appearance.
+        let mut at: HashMap<Prefix, usize> = HashMap::new();
+        let mut merged: Vec<Entry> = Vec::new();
+        for (_, entries) in batches {
+            for e in entries.iter() {
+                match at.get(&e.prefix) {
+                    Some(&i) => merged[i] = e.clone(),
+                    None => {
+                        at.insert(e.prefix, merged.len());
+                        merged.push(e.clone());
+                    }
+                }
+            }
+        }
+        self.live_merged(first, batches, &merged);
+    }
+
+    /// Sends `entries` to the members following `shard` (and, by the caller's check, every
+    /// shard of `batches`); the others remember, per shard, what they must unlearn.
+    fn live_merged(&mut self, shard: usize, batches: &[(usize, &[Entry])], entries: &[Entry]) {
         let Some(bytes) = self.encode(entries) else {
             return;
         };
-        tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = bytes.bytes.len(), members = self.members.len(), "live changes");
+        tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = bytes.bytes.len(), members = self.members.len(), "live changes");
         // The peers whose own paths are in this batch, found once: only those members get a
         // variant with their paths withdrawn.
         let sources: HashSet<u32> = entries
@@ -371,13 +418,15 @@ impl UpdateGroup {
             }
             // Not following this shard yet, or split off: remember what it must unlearn
             // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
-            if let Some(missed) = m.missed.get_mut(shard) {
-                missed.extend(
-                    entries
-                        .iter()
-                        .filter(|e| e.exported.is_none() || is_own(e, m.id))
-                        .map(|e| e.prefix),
-                );
+            for (s, batch) in batches {
+                if let Some(missed) = m.missed.get_mut(*s) {
+                    missed.extend(
+                        batch
+                            .iter()
+                            .filter(|e| e.exported.is_none() || is_own(e, m.id))
+                            .map(|e| e.prefix),
+                    );
+                }
             }
         }
     }

@@ -38,13 +38,16 @@ impl Sink for Received {
 }
 
 /// The downstream peer's table from the UPDATEs it was sent: each prefix with the second AS
-/// of its AS_PATH (ours comes first; the second names the upstream peer the path came from).
-fn downstream_table(bytes: &[u8]) -> HashMap<Prefix, u32> {
+/// of its AS_PATH (ours comes first; the second names the upstream peer the path came from);
+/// and how many UPDATEs that took.
+fn downstream_table(bytes: &[u8]) -> (HashMap<Prefix, u32>, usize) {
     let mut t = HashMap::new();
     let mut rest = bytes;
+    let mut updates = 0;
     while let Ok(Some(len)) = frame(rest, 4096) {
         let (msg, tail) = rest.split_at(len);
         rest = tail;
+        updates += 1;
         let u = parse_update(&msg[19..], &downstream_params()).expect("valid UPDATEs");
         for n in u.withdrawn_all() {
             t.remove(&n.prefix);
@@ -66,7 +69,7 @@ fn downstream_table(bytes: &[u8]) -> HashMap<Prefix, u32> {
         }
     }
     assert!(rest.is_empty(), "a partial message");
-    t
+    (t, updates)
 }
 
 /// RFC 4271 section 9.1.2.2 for two external paths, computed from the attribute bytes:
@@ -107,8 +110,9 @@ fn prefer(a: (&RouteAttrs, &PeerInfo), b: (&RouteAttrs, &PeerInfo)) -> Ordering 
         .then(a.1.address.cmp(&b.1.address))
 }
 
-/// The Loc-RIB (prefix, peer, attribute set) and the downstream peer's table.
-type Fed = (Vec<(Prefix, u32, usize)>, HashMap<Prefix, u32>);
+/// The Loc-RIB (prefix, peer, attribute set), the downstream peer's table and the UPDATEs
+/// it took.
+type Fed = (Vec<(Prefix, u32, usize)>, (HashMap<Prefix, u32>, usize));
 
 fn feed(tables: &[Table], shards: usize, update_threads: usize) -> Fed {
     let p = Pipeline::start(PipelineConfig {
@@ -190,8 +194,10 @@ fn two_routeviews_tables_give_the_defined_best_paths() {
                 .or_insert((i, a));
         }
     }
-    for (shards, uts) in [(1, 0), (2, 2)] {
-        let (got, sent) = feed(&tables, shards, uts);
+    let mut updates = Vec::new();
+    for (shards, uts) in [(1, 0), (2, 2), (1, 1), (4, 1)] {
+        let (got, (sent, n)) = feed(&tables, shards, uts);
+        updates.push(((shards, uts), n));
         assert_eq!(got.len(), want.len(), "prefixes with {shards} shards");
         // Every best path reaches the downstream peer, from the peer that won it.
         assert_eq!(sent.len(), want.len(), "prefixes sent with {shards} shards");
@@ -220,4 +226,5 @@ fn two_routeviews_tables_give_the_defined_best_paths() {
             from[1]
         );
     }
+    eprintln!("UPDATEs to the downstream peer by (shards, update threads): {updates:?}");
 }

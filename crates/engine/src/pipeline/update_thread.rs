@@ -4,7 +4,7 @@
 
 use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
-use ribshard_adjout::{DumpRequest, GroupId, UpdateGroup, WriteQueueLimits};
+use ribshard_adjout::{DumpRequest, Entry, GroupId, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::PeerIndex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -32,7 +32,19 @@ pub(super) struct UpdateWorker {
     written: HashMap<GroupId, Arc<Histogram>>,
     /// Markers seen, by (peer, token): how many shards have passed them.
     markers: HashMap<(PeerIndex, u64), usize>,
+    /// Live changes not yet encoded, per group, in arrival order, with the oldest receipt
+    /// time behind them: packed together when the queue runs dry (or past [`HELD_ENTRIES`],
+    /// or before any other message), so a group encodes what all shards sent at once.
+    held: BTreeMap<GroupId, Held>,
+    held_entries: usize,
 }
+
+/// A group's live changes held: (shard, entries) in arrival order, and the oldest receipt.
+type Held = (Vec<(usize, Vec<Entry>)>, Option<Instant>);
+
+/// Live changes held for packing before they are encoded regardless (bounds the memory
+/// and the delay a steady stream could add).
+const HELD_ENTRIES: usize = 65_536;
 
 impl UpdateWorker {
     pub(super) fn new(
@@ -53,6 +65,28 @@ impl UpdateWorker {
             telemetry,
             written: HashMap::new(),
             markers: HashMap::new(),
+            held: BTreeMap::new(),
+            held_entries: 0,
+        }
+    }
+
+    /// Encodes the live changes held, each group's together.
+    pub(super) fn pack_held(&mut self) {
+        self.held_entries = 0;
+        for (group, (batches, received)) in std::mem::take(&mut self.held) {
+            let Some(g) = self.groups.get_mut(&group) else {
+                continue;
+            };
+            let refs: Vec<(usize, &[Entry])> =
+                batches.iter().map(|(s, e)| (*s, e.as_slice())).collect();
+            g.live_batches(&refs);
+            if let Some(at) = received {
+                let telemetry = &self.telemetry;
+                self.written
+                    .entry(group)
+                    .or_insert_with(|| telemetry.written(group, &g.spec.name))
+                    .observe(at.elapsed());
+            }
         }
     }
 
@@ -67,7 +101,8 @@ impl UpdateWorker {
 
     /// Its groups, to hand over (a re-shard). Dump requests not sent yet are dropped: the
     /// re-shard starts those dumps again.
-    pub(super) fn into_groups(self) -> Vec<UpdateGroup> {
+    pub(super) fn into_groups(mut self) -> Vec<UpdateGroup> {
+        self.pack_held();
         self.groups.into_values().collect()
     }
 
@@ -75,6 +110,12 @@ impl UpdateWorker {
     /// are no shard channels (update threading off).
     pub(super) fn handle(&mut self, msg: ToUpdate) -> Vec<(GroupId, DumpRequest)> {
         let mut requests: Vec<(GroupId, DumpRequest)> = Vec::new();
+        // Held changes go out before anything that must follow them (dumps, markers,
+        // barriers, membership); inside a shard (no threads) there is nothing to pack with.
+        let hold = self.shard_tx.is_some() && matches!(msg, ToUpdate::Live { .. });
+        if !hold {
+            self.pack_held();
+        }
         match msg {
             ToUpdate::Join {
                 group,
@@ -115,15 +156,15 @@ impl UpdateWorker {
                 entries,
                 received,
             } => {
-                if let Some(g) = self.groups.get_mut(&group) {
-                    g.live(shard, &entries);
-                    if let Some(at) = received {
-                        let telemetry = &self.telemetry;
-                        self.written
-                            .entry(group)
-                            .or_insert_with(|| telemetry.written(group, &g.spec.name))
-                            .observe(at.elapsed());
-                    }
+                self.held_entries += entries.len();
+                let (batches, oldest) = self.held.entry(group).or_default();
+                batches.push((shard, entries));
+                *oldest = match (*oldest, received) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                if !hold || self.held_entries >= HELD_ENTRIES {
+                    self.pack_held();
                 }
             }
             ToUpdate::Marker { peer, token, .. } => {
@@ -254,6 +295,10 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: 
         queue.depth_seen(rx.len() + 1);
         let began = Instant::now();
         w.handle(m);
+        // Nothing more waiting: what the shards sent so far goes out, packed together.
+        if rx.is_empty() {
+            w.pack_held();
+        }
         work.item(began.elapsed());
         if !w.unsent.is_empty() {
             // Retry soon without spinning; the shard is draining its queue meanwhile.
