@@ -39,10 +39,13 @@ fn config(n: &Neighbor, t: &Topology, k: usize, dir: &Path) -> String {
          router id {addr};\n\
          log \"{dir}/bird.log\" {{ warning, error, fatal }};\n\
          protocol device {{}}\n\
-         # Next hops the DUT sends are resolved through this (BIRD's table only, never the kernel's).\n\
-         protocol static {{ ipv4; route 0.0.0.0/0 via \"lo\"; }}\n\
+         # Next hops the DUT sends resolve through a table of their own, as through an IGP: resolved\n\
+         # through the BGP routes themselves, every learned route covering a next hop re-announces\n\
+         # all routes using it (BIRD 2 as DUT sends 198.51.100.99, covered by real prefixes).\n\
+         ipv4 table nexthops;\n\
+         protocol static {{ ipv4 {{ table nexthops; }}; route 0.0.0.0/0 via \"lo\"; }}\n\
          protocol bgp dut {{\n  local {addr} port {RELAY_PORT} as {asn};\n  neighbor {DUT_ADDR} port {dut_port} as {LOCAL_AS};\n  \
-         multihop; hold time {hold}; connect retry time 1;\n  ipv4 {{ import all; export none; }};\n}}\n\
+         multihop; hold time {hold}; connect retry time 1;\n  ipv4 {{ import all; export none; igp table nexthops; }};\n}}\n\
          protocol bgp receiver {{\n  local {addr} port {RELAY_PORT} as {asn};\n  neighbor {recv} as {RECEIVER_AS};\n  \
          passive on; multihop; hold time {hold};\n  ipv4 {{ import none; export where source = RTS_BGP; next hop self; }};\n}}\n",
         addr = n.addr,
