@@ -53,6 +53,10 @@ pub trait Sink: Send {
     fn send(&self, out: Outgoing) -> bool;
     /// Octets queued and not yet written to the socket.
     fn queued(&self) -> usize;
+    /// Octets waiting to leave: [`Sink::queued`] and what the kernel holds unsent.
+    fn unsent(&self) -> usize {
+        self.queued()
+    }
     /// The neighbor behind it, as logs name it (`ADDRESS (ASn)`).
     fn neighbor(&self) -> &str;
 }
@@ -81,6 +85,13 @@ impl Entry {
 pub const HIGH_WATER: usize = 16 << 20;
 /// The smallest high-water mark accepted: four UPDATEs of the extended size (RFC 8654).
 pub const MIN_HIGH_WATER: usize = 4 * 65535;
+
+/// A group encodes the changes it holds once some member following them has fewer octets
+/// than this waiting to leave (about sixteen full UPDATEs): while every member's socket is
+/// busy, later changes join or replace held ones instead of queueing behind them, so a
+/// receiver that is behind gets fewer, fuller UPDATEs and one that keeps up gets each change
+/// at once.
+pub const PACK_BELOW: usize = 64 << 10;
 
 /// When a member is split from its group (its write queue holds more than `high_water`
 /// octets) and when it catches up (below `low_water`).
@@ -206,6 +217,18 @@ impl UpdateGroup {
 
     pub fn is_empty(&self) -> bool {
         self.members.is_empty()
+    }
+
+    /// Whether live changes held for the group should be encoded now: a member following
+    /// the live stream can take them (see [`PACK_BELOW`]), or none follows it (what is
+    /// withdrawn meanwhile is remembered per member, so holding would gain nothing).
+    pub fn ready(&self) -> bool {
+        let mut following = self
+            .members
+            .iter()
+            .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l))
+            .peekable();
+        following.peek().is_none() || following.any(|m| m.sink.unsent() < PACK_BELOW)
     }
 
     /// A new member; it gets nothing until the shards dump the table to it under `token`

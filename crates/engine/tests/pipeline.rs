@@ -85,9 +85,21 @@ fn member_table(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, Vec<u8
     t
 }
 
-type Outcome = (Vec<(Prefix, u32, Vec<u8>)>, Vec<BTreeMap<Prefix, Vec<u8>>>);
+/// The Loc-RIB, each member's table (the twins last), and the UPDATEs the twins got
+/// (the one in step, the one behind).
+type Outcome = (
+    Vec<(Prefix, u32, Vec<u8>)>,
+    Vec<BTreeMap<Prefix, Vec<u8>>>,
+    [usize; 2],
+);
 
-fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool) -> Outcome {
+/// What a receiver that is behind has waiting on its socket: enough that its group holds
+/// live changes ([`ribshard_adjout::PACK_BELOW`]), not enough to split it off.
+const BEHIND: usize = 1 << 20;
+
+/// `paced`: the operations a millisecond apart, so that the pipeline has each routed and
+/// sent before the next (otherwise they arrive in one burst, and are packed as one).
+fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, paced: bool) -> Outcome {
     let p = start(shards, update_threads);
     for i in 0..4 {
         send_all(&p, p.peer_up(i, upstream(i), None).0);
@@ -125,8 +137,40 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool) -> Outc
     for m in 0..3 {
         members.push(join(m, 0));
     }
+    // Twins of "transit" in groups of their own, never flapped: one keeps up, the other is
+    // behind, so its group packs live changes only when it must.
+    let twins: Vec<TestSink> = ["transit-in-step", "transit-behind"]
+        .into_iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let sink = TestSink::new();
+            if k == 1 {
+                sink.in_kernel.store(BEHIND, Ordering::Relaxed);
+            }
+            let peer = member_peer(MEMBERS.len() + k);
+            let info = PeerInfo {
+                ebgp: true,
+                router_id: 0x0c00_0000 + k as u32,
+                address: u128::from(0x7f00_0200 + k as u32),
+                local_as: LOCAL_AS,
+                peer_as: MEMBERS[0].2,
+                import_accept: true,
+                rr_cluster: None,
+                rs_client: false,
+            };
+            let mut spec = spec(0);
+            spec.name = name.into();
+            let id = MemberId { peer, epoch: 0 };
+            let (msgs, _) = p.peer_up(peer, info, Some((spec, id, Box::new(sink.clone()))));
+            send_all(&p, msgs);
+            sink
+        })
+        .collect();
     let mut pool = Pool(HashMap::new());
     for (k, o) in ops.iter().enumerate() {
+        if paced {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
         if k == 3 {
             for m in 3..MEMBERS.len() {
                 members.push(join(m, 0));
@@ -187,13 +231,19 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool) -> Outc
         .into_iter()
         .map(|(pf, b)| (pf, b.peer, b.attrs.key().to_vec()))
         .collect();
-    let tables: Vec<BTreeMap<Prefix, Vec<u8>>> = members
+    let mut tables: Vec<BTreeMap<Prefix, Vec<u8>>> = members
         .iter()
         .map(|m| member_table(&m.sink.bytes.lock().unwrap(), &params()))
         .collect();
     check_counts(&p, &members, &tables, &rib);
     p.stop();
-    (rib, tables)
+    tables.extend(
+        twins
+            .iter()
+            .map(|t| member_table(&t.bytes.lock().unwrap(), &params())),
+    );
+    let updates = [twins[0].messages(), twins[1].messages()];
+    (rib, tables, updates)
 }
 
 /// The counts the shards keep as routes come and go (for `show` and metrics) agree with
@@ -251,11 +301,19 @@ proptest! {
 
     #[test]
     fn same_result_for_every_thread_setting(ops in prop::collection::vec(op(), 1..60)) {
-        let (rib, tables) = run(&ops, 1, 0, false);
-        // The two members of one update group hold the same table.
+        let (rib, tables, [in_step, behind]) = run(&ops, 1, 0, false, true);
+        // The two members of one update group hold the same table, and so do the twins
+        // of their group, the one behind included.
         prop_assert_eq!(&tables[0], &tables[1]);
+        let n = tables.len();
+        prop_assert_eq!(&tables[n - 2], &tables[0]);
+        prop_assert_eq!(&tables[n - 1], &tables[0]);
+        // The one behind gets what changed meanwhile merged: never more UPDATEs. (Compared
+        // single-threaded only: with threads, the twins' table dumps start at different
+        // points of the shards' streams, so they split dump and live changes apart.)
+        prop_assert!(behind <= in_step, "behind got {} UPDATEs, in step {}", behind, in_step);
         for (s, u) in SETTINGS.into_iter().skip(1) {
-            let (r, t) = run(&ops, s, u, false);
+            let (r, t, _) = run(&ops, s, u, false, false);
             prop_assert_eq!(&r, &rib, "Loc-RIB with {} shards, {} update threads", s, u);
             for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
                 prop_assert_eq!(a, b, "member {} with {} shards, {} update threads", m, s, u);
@@ -275,14 +333,33 @@ proptest! {
         ops in prop::collection::vec(op_or_reshard(), 1..60),
         first in 0usize..SETTINGS.len(),
     ) {
-        let (rib, tables) = run(&ops, 1, 0, false);
+        let (rib, tables, _) = run(&ops, 1, 0, false, false);
         let (s, u) = SETTINGS[first];
-        let (r, t) = run(&ops, s, u, true);
+        let (r, t, _) = run(&ops, s, u, true, false);
         prop_assert_eq!(&r, &rib, "Loc-RIB starting with {} shards, {} update threads", s, u);
         for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
             prop_assert_eq!(a, b, "member {} starting with {} shards, {} update threads", m, s, u);
         }
     }
+}
+
+/// A prefix changed three times while a receiver is behind reaches it once, as it ended;
+/// the receiver in step gets each change at once.
+#[test]
+fn a_receiver_behind_gets_what_changed_meanwhile_merged() {
+    let ops: Vec<Op> = (0..3)
+        .map(|variant| Op::Announce {
+            peer: 0,
+            prefixes: vec![1, 2, 3],
+            variant,
+        })
+        .collect();
+    let (_, tables, [in_step, behind]) = run(&ops, 1, 0, false, true);
+    let n = tables.len();
+    assert_eq!(tables[n - 1], tables[n - 2]);
+    assert_eq!(tables[n - 1].len(), 3);
+    // Both got End-of-RIB for two families after their (empty) table dump.
+    assert_eq!((in_step, behind), (2 + 3, 2 + 1));
 }
 
 /// The export rules as members see them, on a fixed sequence.
@@ -310,7 +387,7 @@ fn export_rules_per_group() {
             variant: 4,
         },
     ];
-    let (rib, t) = run(&ops, 2, 2, false);
+    let (rib, t, _) = run(&ops, 2, 2, false, false);
     // The looping path (our AS in it) is never best.
     assert!(!rib.iter().any(|(p, _, _)| *p == prefix(4)));
     assert_eq!(rib.len(), 4);

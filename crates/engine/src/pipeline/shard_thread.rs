@@ -245,6 +245,19 @@ impl ShardWorker {
         }
     }
 
+    /// Without update threads: encodes the changes held for groups whose receivers can take
+    /// them (`all`: for every group).
+    fn pack_inline(&mut self, all: bool) {
+        if let Out::Inline(w) = &mut self.out {
+            w.pack_held(all);
+        }
+    }
+
+    /// Without update threads: changes are held for a busy receiver.
+    fn holding(&self) -> bool {
+        matches!(&self.out, Out::Inline(w) if w.holding())
+    }
+
     /// Walks that routing waits for: a peer's paths, table dumps.
     fn busy(&self) -> bool {
         !self.walks.is_empty() || !self.dumps.is_empty()
@@ -312,6 +325,7 @@ impl ShardWorker {
                     self.step();
                 }
                 self.drain();
+                self.pack_inline(true);
                 match &mut self.out {
                     Out::Threads(senders, _) => {
                         for s in senders.iter() {
@@ -840,7 +854,7 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
 pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Arc<QueueStats>) {
     let work = register(ThreadKind::Shard, w.index);
     loop {
-        let msg = if w.has_work() {
+        let msg = if w.has_work() || w.holding() {
             match rx.try_recv() {
                 Ok(m) => Some(m),
                 Err(mpsc::error::TryRecvError::Empty) => None,
@@ -872,6 +886,9 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 if depth == 0 || w.since_drain >= 16 {
                     w.drain();
                 }
+                if depth == 0 {
+                    w.pack_inline(false);
+                }
                 w.note_load(began.elapsed());
                 if w.overdue() {
                     w.answer_deferred();
@@ -890,6 +907,7 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                     w.step();
                 }
                 w.drain();
+                w.pack_inline(false);
                 let took = began.elapsed();
                 // Dumps to new members are routing; answering and counting are not.
                 w.note_load(if routing {
@@ -898,6 +916,10 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                     std::time::Duration::ZERO
                 });
                 work.item(took);
+                if !w.has_work() && w.holding() {
+                    // Only changes waiting for a busy receiver: look at its socket soon.
+                    std::thread::sleep(super::update_thread::HOLD_POLL);
+                }
             }
         }
     }

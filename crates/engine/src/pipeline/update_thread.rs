@@ -33,18 +33,29 @@ pub(super) struct UpdateWorker {
     /// Markers seen, by (peer, token): how many shards have passed them.
     markers: HashMap<(PeerIndex, u64), usize>,
     /// Live changes not yet encoded, per group, in arrival order, with the oldest receipt
-    /// time behind them: packed together when the queue runs dry (or past [`HELD_ENTRIES`],
-    /// or before any other message), so a group encodes what all shards sent at once.
+    /// time behind them. A group's are packed together once the queue runs dry and the
+    /// group is ready (a member's socket can take more, [`UpdateGroup::ready`]), before any
+    /// other message for the group, and regardless past [`HELD_ENTRIES`]: so a group encodes
+    /// what all shards sent at once, and a busy receiver's changes merge while it is busy.
     held: BTreeMap<GroupId, Held>,
     held_entries: usize,
 }
 
-/// A group's live changes held: (shard, entries) in arrival order, and the oldest receipt.
-type Held = (Vec<(usize, Vec<Entry>)>, Option<Instant>);
+/// A group's live changes held.
+#[derive(Default)]
+struct Held {
+    /// (shard, entries) in arrival order.
+    batches: Vec<(usize, Vec<Entry>)>,
+    /// The oldest receipt behind them (for the written-latency histogram).
+    received: Option<Instant>,
+}
 
 /// Live changes held for packing before they are encoded regardless (bounds the memory
 /// and the delay a steady stream could add).
 const HELD_ENTRIES: usize = 65_536;
+
+/// How often held changes look again at their receivers' sockets.
+pub(super) const HOLD_POLL: Duration = Duration::from_millis(1);
 
 impl UpdateWorker {
     pub(super) fn new(
@@ -70,13 +81,34 @@ impl UpdateWorker {
         }
     }
 
-    /// Encodes the live changes held, each group's together.
-    pub(super) fn pack_held(&mut self) {
-        self.held_entries = 0;
-        for (group, (batches, received)) in std::mem::take(&mut self.held) {
-            let Some(g) = self.groups.get_mut(&group) else {
-                continue;
-            };
+    /// Whether live changes are held for some group.
+    pub(super) fn holding(&self) -> bool {
+        !self.held.is_empty()
+    }
+
+    /// Encodes the live changes held for the groups that are ready, or for all (`all`).
+    pub(super) fn pack_held(&mut self, all: bool) {
+        let groups = &self.groups;
+        let ready: Vec<GroupId> = self
+            .held
+            .iter()
+            .filter(|(id, _)| all || groups.get(*id).is_none_or(UpdateGroup::ready))
+            .map(|(id, _)| id)
+            .copied()
+            .collect();
+        for id in ready {
+            self.pack_group(id);
+        }
+    }
+
+    /// Encodes the live changes held for one group, together.
+    fn pack_group(&mut self, group: GroupId) {
+        let Some(Held { batches, received }) = self.held.remove(&group) else {
+            return;
+        };
+        let entries: usize = batches.iter().map(|(_, e)| e.len()).sum();
+        self.held_entries = self.held_entries.saturating_sub(entries);
+        if let Some(g) = self.groups.get_mut(&group) {
             let refs: Vec<(usize, &[Entry])> =
                 batches.iter().map(|(s, e)| (*s, e.as_slice())).collect();
             g.live_batches(&refs);
@@ -102,7 +134,7 @@ impl UpdateWorker {
     /// Its groups, to hand over (a re-shard). Dump requests not sent yet are dropped: the
     /// re-shard starts those dumps again.
     pub(super) fn into_groups(mut self) -> Vec<UpdateGroup> {
-        self.pack_held();
+        self.pack_held(true);
         self.groups.into_values().collect()
     }
 
@@ -110,11 +142,20 @@ impl UpdateWorker {
     /// are no shard channels (update threading off).
     pub(super) fn handle(&mut self, msg: ToUpdate) -> Vec<(GroupId, DumpRequest)> {
         let mut requests: Vec<(GroupId, DumpRequest)> = Vec::new();
-        // Held changes go out before anything that must follow them (dumps, markers,
-        // barriers, membership); inside a shard (no threads) there is nothing to pack with.
-        let hold = self.shard_tx.is_some() && matches!(msg, ToUpdate::Live { .. });
-        if !hold {
-            self.pack_held();
+        // Held changes go out before anything that must follow them: a group's before its
+        // membership and dumps change, every group's before a marker or a barrier.
+        match &msg {
+            ToUpdate::Live { .. } | ToUpdate::Stats(_) | ToUpdate::Tick => {}
+            ToUpdate::Join { group, .. }
+            | ToUpdate::Leave { group, .. }
+            | ToUpdate::Refresh { group, .. }
+            | ToUpdate::DumpBegin { group, .. }
+            | ToUpdate::Dump { group, .. }
+            | ToUpdate::DumpEnd { group, .. } => self.pack_group(*group),
+            ToUpdate::Marker { .. }
+            | ToUpdate::Barrier(_)
+            | ToUpdate::Surrender(_)
+            | ToUpdate::Stop => self.pack_held(true),
         }
         match msg {
             ToUpdate::Join {
@@ -157,14 +198,14 @@ impl UpdateWorker {
                 received,
             } => {
                 self.held_entries += entries.len();
-                let (batches, oldest) = self.held.entry(group).or_default();
-                batches.push((shard, entries));
-                *oldest = match (*oldest, received) {
+                let h = self.held.entry(group).or_default();
+                h.batches.push((shard, entries));
+                h.received = match (h.received, received) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                if !hold || self.held_entries >= HELD_ENTRIES {
-                    self.pack_held();
+                if self.held_entries >= HELD_ENTRIES {
+                    self.pack_held(true);
                 }
             }
             ToUpdate::Marker { peer, token, .. } => {
@@ -278,7 +319,26 @@ impl UpdateWorker {
 
 pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: Arc<QueueStats>) {
     let work = register(ThreadKind::Update, w.index);
-    while let Some(m) = rx.blocking_recv() {
+    loop {
+        let m = if w.holding() {
+            // Changes wait for a busy receiver: look at its socket again soon.
+            match rx.try_recv() {
+                Ok(m) => m,
+                Err(mpsc::error::TryRecvError::Empty) => {
+                    w.pack_held(false);
+                    if w.holding() {
+                        std::thread::sleep(HOLD_POLL);
+                    }
+                    continue;
+                }
+                Err(mpsc::error::TryRecvError::Disconnected) => return,
+            }
+        } else {
+            match rx.blocking_recv() {
+                Some(m) => m,
+                None => return,
+            }
+        };
         match m {
             ToUpdate::Stop => return,
             ToUpdate::Surrender(reply) => {
@@ -295,9 +355,10 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: 
         queue.depth_seen(rx.len() + 1);
         let began = Instant::now();
         w.handle(m);
-        // Nothing more waiting: what the shards sent so far goes out, packed together.
+        // Nothing more waiting: what the shards sent so far goes out, packed together, to
+        // the groups whose receivers can take it.
         if rx.is_empty() {
-            w.pack_held();
+            w.pack_held(false);
         }
         work.item(began.elapsed());
         if !w.unsent.is_empty() {

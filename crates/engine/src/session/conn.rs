@@ -7,7 +7,7 @@ use bytes::{Bytes, BytesMut};
 use ribshard_adjout::Outgoing;
 use ribshard_wire::message::MessageType;
 use ribshard_wire::{frame, DecodeError};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -29,6 +29,8 @@ pub(crate) struct Progress {
     written_messages: AtomicU64,
     /// Milliseconds since `base` of the last completed write (or of the connection).
     last_write_ms: AtomicU64,
+    /// The socket, while the writer holds it (-1 after): asked what the kernel has not sent.
+    fd: AtomicI32,
 }
 
 impl Progress {
@@ -59,6 +61,25 @@ impl Progress {
         self.queued
             .load(Ordering::Relaxed)
             .saturating_sub(self.written.load(Ordering::Relaxed)) as usize
+    }
+
+    /// Octets the kernel holds in the socket's send queue (SIOCOUTQ: not yet acknowledged
+    /// by the peer), 0 once the writer is gone. The descriptor is read without a lock: if
+    /// the writer closes it meanwhile and the number is reused, the answer is a wrong count
+    /// for one packing decision, nothing worse (the ioctl only reads a size).
+    fn kernel_unsent(&self) -> usize {
+        let fd = self.fd.load(Ordering::Relaxed);
+        if fd < 0 {
+            return 0;
+        }
+        let mut n: libc::c_int = 0;
+        // SAFETY: TIOCOUTQ writes one c_int, which we own.
+        let r = unsafe { libc::ioctl(fd, libc::TIOCOUTQ, &mut n) };
+        if r == 0 {
+            usize::try_from(n).unwrap_or(0)
+        } else {
+            0
+        }
     }
 
     /// How long queued data has waited without any write completing; zero if nothing waits.
@@ -99,6 +120,9 @@ impl ribshard_adjout::Sink for RouteSink {
     fn queued(&self) -> usize {
         self.progress.backlog()
     }
+    fn unsent(&self) -> usize {
+        self.progress.backlog() + self.progress.kernel_unsent()
+    }
     fn neighbor(&self) -> &str {
         &self.neighbor
     }
@@ -132,6 +156,8 @@ const CLOSE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
 impl Conn {
     pub(crate) fn new(stream: TcpStream, outgoing: bool, counters: Arc<SessionCounters>) -> Conn {
+        use std::os::fd::AsRawFd;
+        let fd = stream.as_raw_fd();
         let (read, mut write) = stream.into_split();
         let (tx, mut rx) = mpsc::channel::<(Bytes, u32)>(WRITE_QUEUE);
         let (routes, mut routes_rx) = mpsc::unbounded_channel::<(Bytes, u32)>();
@@ -142,6 +168,7 @@ impl Conn {
             queued_messages: AtomicU64::new(0),
             written_messages: AtomicU64::new(0),
             last_write_ms: AtomicU64::new(0),
+            fd: AtomicI32::new(fd),
         });
         let p = progress.clone();
         let writer = tokio::spawn(async move {
@@ -163,6 +190,7 @@ impl Conn {
                     },
                 };
                 if write.write_all(&b).await.is_err() {
+                    p.fd.store(-1, Ordering::Relaxed);
                     return;
                 }
                 p.written.fetch_add(b.len() as u64, Ordering::Relaxed);
@@ -174,6 +202,7 @@ impl Conn {
             // The session dropped its sender: everything queued (a final NOTIFICATION
             // included) is written; now close our side.
             let _ = write.shutdown().await;
+            p.fd.store(-1, Ordering::Relaxed);
         });
         Conn {
             read,

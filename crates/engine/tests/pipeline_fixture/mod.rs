@@ -20,6 +20,8 @@ pub const CLUSTER: u32 = 0x0101_0101;
 pub struct TestSink {
     pub bytes: Arc<Mutex<Vec<u8>>>,
     pub queued: Arc<AtomicUsize>,
+    /// Octets its socket would still hold besides `queued` (a receiver that is behind).
+    pub in_kernel: Arc<AtomicUsize>,
 }
 
 impl Sink for TestSink {
@@ -29,6 +31,9 @@ impl Sink for TestSink {
     }
     fn queued(&self) -> usize {
         self.queued.load(Ordering::Relaxed)
+    }
+    fn unsent(&self) -> usize {
+        self.queued() + self.in_kernel.load(Ordering::Relaxed)
     }
     fn neighbor(&self) -> &str {
         "test downstream"
@@ -40,7 +45,20 @@ impl TestSink {
         TestSink {
             bytes: Arc::default(),
             queued: Arc::default(),
+            in_kernel: Arc::default(),
         }
+    }
+
+    /// UPDATE messages it was sent.
+    pub fn messages(&self) -> usize {
+        let bytes = self.bytes.lock().unwrap();
+        let mut rest: &[u8] = &bytes;
+        let mut n = 0;
+        while let Ok(Some(len)) = ribshard_wire::frame(rest, 65535) {
+            rest = &rest[len..];
+            n += 1;
+        }
+        n
     }
 }
 
