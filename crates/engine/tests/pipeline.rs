@@ -97,9 +97,9 @@ type Outcome = (
 /// live changes ([`ribshard_adjout::PACK_BELOW`]), not enough to split it off.
 const BEHIND: usize = 1 << 20;
 
-/// `paced`: the operations a millisecond apart, so that the pipeline has each routed and
-/// sent before the next (otherwise they arrive in one burst, and are packed as one).
-fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, paced: bool) -> Outcome {
+/// `pace_ms`: milliseconds between operations, so that the pipeline has each routed and sent
+/// before the next (otherwise they arrive in one burst, and are packed as one).
+fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms: u64) -> Outcome {
     let p = start(shards, update_threads);
     for i in 0..4 {
         send_all(&p, p.peer_up(i, upstream(i), None).0);
@@ -168,9 +168,7 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, paced: 
         .collect();
     let mut pool = Pool(HashMap::new());
     for (k, o) in ops.iter().enumerate() {
-        if paced {
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
+        std::thread::sleep(std::time::Duration::from_millis(pace_ms));
         if k == 3 {
             for m in 3..MEMBERS.len() {
                 members.push(join(m, 0));
@@ -301,7 +299,7 @@ proptest! {
 
     #[test]
     fn same_result_for_every_thread_setting(ops in prop::collection::vec(op(), 1..60)) {
-        let (rib, tables, [in_step, behind]) = run(&ops, 1, 0, false, true);
+        let (rib, tables, [in_step, behind]) = run(&ops, 1, 0, false, 1);
         // The two members of one update group hold the same table, and so do the twins
         // of their group, the one behind included.
         prop_assert_eq!(&tables[0], &tables[1]);
@@ -313,7 +311,7 @@ proptest! {
         // points of the shards' streams, so they split dump and live changes apart.)
         prop_assert!(behind <= in_step, "behind got {} UPDATEs, in step {}", behind, in_step);
         for (s, u) in SETTINGS.into_iter().skip(1) {
-            let (r, t, _) = run(&ops, s, u, false, false);
+            let (r, t, _) = run(&ops, s, u, false, 0);
             prop_assert_eq!(&r, &rib, "Loc-RIB with {} shards, {} update threads", s, u);
             for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
                 prop_assert_eq!(a, b, "member {} with {} shards, {} update threads", m, s, u);
@@ -333,9 +331,9 @@ proptest! {
         ops in prop::collection::vec(op_or_reshard(), 1..60),
         first in 0usize..SETTINGS.len(),
     ) {
-        let (rib, tables, _) = run(&ops, 1, 0, false, false);
+        let (rib, tables, _) = run(&ops, 1, 0, false, 0);
         let (s, u) = SETTINGS[first];
-        let (r, t, _) = run(&ops, s, u, true, false);
+        let (r, t, _) = run(&ops, s, u, true, 0);
         prop_assert_eq!(&r, &rib, "Loc-RIB starting with {} shards, {} update threads", s, u);
         for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
             prop_assert_eq!(a, b, "member {} starting with {} shards, {} update threads", m, s, u);
@@ -354,7 +352,7 @@ fn a_receiver_behind_gets_what_changed_meanwhile_merged() {
             variant,
         })
         .collect();
-    let (_, tables, [in_step, behind]) = run(&ops, 1, 0, false, true);
+    let (_, tables, [in_step, behind]) = run(&ops, 1, 0, false, 50);
     let n = tables.len();
     assert_eq!(tables[n - 1], tables[n - 2]);
     assert_eq!(tables[n - 1].len(), 3);
@@ -387,7 +385,7 @@ fn export_rules_per_group() {
             variant: 4,
         },
     ];
-    let (rib, t, _) = run(&ops, 2, 2, false, false);
+    let (rib, t, _) = run(&ops, 2, 2, false, 0);
     // The looping path (our AS in it) is never best.
     assert!(!rib.iter().any(|(p, _, _)| *p == prefix(4)));
     assert_eq!(rib.len(), 4);
