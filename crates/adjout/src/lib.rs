@@ -228,7 +228,9 @@ impl UpdateGroup {
             .iter()
             .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l))
             .peekable();
-        following.peek().is_none() || following.any(|m| m.sink.unsent() < PACK_BELOW)
+        // Our own queue first: asking the kernel is a system call, per member.
+        following.peek().is_none()
+            || following.any(|m| m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW)
     }
 
     /// A new member; it gets nothing until the shards dump the table to it under `token`

@@ -93,8 +93,7 @@ impl UpdateWorker {
             .held
             .iter()
             .filter(|(id, _)| all || groups.get(*id).is_none_or(UpdateGroup::ready))
-            .map(|(id, _)| id)
-            .copied()
+            .map(|(id, _)| *id)
             .collect();
         for id in ready {
             self.pack_group(id);
