@@ -12,11 +12,12 @@
 //! group.
 
 use bytes::Bytes;
-use ribshard_rib::{shard_of, Exported, GroupSpec};
+use ribshard_rib::{shard_of, DumpKey, Exported, GroupSpec};
 use ribshard_wire::{Family, Nlri, Prefix, RouteRefresh, UpdateBuilder};
 // foldhash (hashbrown's default): keys are our pointers, peers and prefixes; SipHash showed in
 // profiles of the update threads.
 use hashbrown::{HashMap, HashSet};
+use std::collections::VecDeque;
 use std::sync::Arc;
 
 pub type GroupId = u32;
@@ -189,7 +190,68 @@ pub struct UpdateGroup {
     next_token: u64,
     pub stats: GroupStats,
     buf: Vec<u8>,
+    /// Table dump parts of every shard, encoded together ([`UpdateGroup::dump`]).
+    held_dump: Option<HeldDump>,
 }
+
+/// The parts of a table dump to one set of members (each with its token), per shard, not
+/// encoded yet. Every shard walks its table in one order (by attribute set: [`DumpKey`]), so
+/// the entries with a key below the least any shard has reached are complete: they go out
+/// together, in that order, as one walk of the whole table would send them.
+struct HeldDump {
+    members: Vec<(MemberId, u64)>,
+    /// Per shard: entries walked and not sent, in dump order.
+    parts: Vec<VecDeque<(DumpKey, Entry)>>,
+    /// Per shard: the key its walk has come to (`None`: not started; `Some(None)`: ended).
+    walked: Vec<Option<Option<DumpKey>>>,
+}
+
+impl HeldDump {
+    /// The entries every shard has walked past, in dump order.
+    fn complete(&mut self) -> Vec<Entry> {
+        let mut bound: Option<DumpKey> = None;
+        for w in &self.walked {
+            match w {
+                None => return Vec::new(),
+                Some(Some(k)) => bound = Some(bound.map_or(*k, |b| b.min(*k))),
+                Some(None) => {}
+            }
+        }
+        let mut out: Vec<(DumpKey, Entry)> = Vec::new();
+        for part in &mut self.parts {
+            // Below the bound only: a shard at the bound may have more of that key to come.
+            while part
+                .front()
+                .is_some_and(|(k, _)| bound.is_none_or(|b| *k < b))
+            {
+                out.extend(part.pop_front());
+            }
+        }
+        in_order(out)
+    }
+
+    fn held(&self) -> usize {
+        self.parts.iter().map(VecDeque::len).sum()
+    }
+
+    /// Everything, in dump order (the dump is cut short: something else goes first).
+    fn all(self) -> Vec<Entry> {
+        in_order(self.parts.into_iter().flatten().collect())
+    }
+}
+
+fn in_order(mut v: Vec<(DumpKey, Entry)>) -> Vec<Entry> {
+    v.sort_unstable_by_key(|(k, _)| *k);
+    v.into_iter().map(|(_, e)| e).collect()
+}
+
+/// Complete dump entries are encoded once at least this many are in (one shard's walk step):
+/// with one shard, each step goes out as it comes; with several, as one shard's would.
+pub const DUMP_RELEASE: usize = 4096;
+
+/// Dump entries held at most (about 40 octets each): past it, a walk lagging far behind the
+/// others no longer holds the rest back.
+pub const DUMP_HOLD_MAX: usize = 1 << 20;
 
 impl UpdateGroup {
     pub fn new(
@@ -208,6 +270,7 @@ impl UpdateGroup {
             next_token: 1,
             stats: GroupStats::default(),
             buf: Vec::new(),
+            held_dump: None,
         }
     }
 
@@ -236,6 +299,7 @@ impl UpdateGroup {
     /// A new member; it gets nothing until the shards dump the table to it under `token`
     /// (the caller asks them), then End-of-RIB.
     pub fn join(&mut self, id: MemberId, sink: Box<dyn Sink>, token: u64) {
+        self.send_held_dump();
         self.leave(id);
         self.members.push(Member {
             id,
@@ -254,6 +318,7 @@ impl UpdateGroup {
     }
 
     pub fn leave(&mut self, id: MemberId) {
+        self.send_held_dump();
         self.members
             .retain(|m| m.id.peer != id.peer || m.id.epoch > id.epoch);
     }
@@ -263,6 +328,7 @@ impl UpdateGroup {
     /// dump is framed by a BoRR now and an EoRR for that family when it completes, so the
     /// member can purge what it did not get again.
     pub fn refresh(&mut self, id: MemberId, enhanced: Option<Family>) -> Option<DumpRequest> {
+        self.send_held_dump();
         let token = self.next_token;
         let m = self.members.iter_mut().find(|m| m.id == id)?;
         self.next_token += 1;
@@ -356,8 +422,17 @@ impl UpdateGroup {
         }
         self.stats.updates_built += messages as u64;
         self.stats.bytes_built += self.buf.len() as u64;
-        (!self.buf.is_empty())
-            .then(|| Outgoing::updates(Bytes::copy_from_slice(&self.buf), messages as u32))
+        if self.buf.is_empty() {
+            return None;
+        }
+        // A large encoding (a whole table dump) is handed over rather than copied, and not
+        // kept as the group's buffer for good.
+        let bytes = if self.buf.len() > PACK_BELOW {
+            Bytes::from(std::mem::take(&mut self.buf))
+        } else {
+            Bytes::copy_from_slice(&self.buf)
+        };
+        Some(Outgoing::updates(bytes, messages as u32))
     }
 
     /// Live changes from a shard: encoded once, the same bytes to every member in step
@@ -376,6 +451,8 @@ impl UpdateGroup {
         let Some(&(first, _)) = batches.first() else {
             return;
         };
+        // A dump part held was decided before these changes: it goes first.
+        self.send_held_dump();
         let alike = self.members.iter().all(|m| {
             let f = m.live.get(first);
             batches.iter().all(|(s, _)| m.live.get(*s) == f)
@@ -484,10 +561,80 @@ impl UpdateGroup {
         }
     }
 
-    /// Part of a shard's table dump for these members (each with its token; those no longer
-    /// dumping under it are skipped): encoded once for all of them, except that a member
-    /// gets its own encoding without the paths it is the source of.
-    pub fn dump(&mut self, members: &[(MemberId, u64)], entries: &[Entry]) {
+    /// Part of shard `shard`'s table dump for these members (each with its token), in dump
+    /// order (each entry with its [`DumpKey`]). Merged with the other shards' parts for the
+    /// same members: what every shard has walked past goes out in that order, so a member
+    /// gets the UPDATEs one walk of the whole table would give, each attribute set's
+    /// prefixes together, with one shard or sixty-four, and the group holds only what the
+    /// fastest shard is ahead of the slowest.
+    pub fn dump(
+        &mut self,
+        shard: usize,
+        members: &[(MemberId, u64)],
+        entries: Vec<(DumpKey, Entry)>,
+    ) {
+        // Sorted: two shards may have learned of the same members in another order.
+        let mut members = members.to_vec();
+        members.sort_unstable();
+        if self
+            .held_dump
+            .as_ref()
+            .is_some_and(|h| h.members != members)
+        {
+            self.send_held_dump();
+        }
+        let shards = self.shards;
+        let h = self.held_dump.get_or_insert_with(|| HeldDump {
+            members,
+            parts: vec![VecDeque::new(); shards],
+            walked: vec![None; shards],
+        });
+        if let (Some(w), Some((k, _))) = (h.walked.get_mut(shard), entries.last()) {
+            *w = Some(Some(*k));
+        }
+        if let Some(part) = h.parts.get_mut(shard) {
+            part.extend(entries);
+        }
+        self.send_complete();
+    }
+
+    /// Sends the held dump entries every shard has walked past, once there are enough of
+    /// them or every walk has ended.
+    fn send_complete(&mut self) {
+        let Some(h) = &mut self.held_dump else {
+            return;
+        };
+        let ended = h.walked.iter().all(|w| *w == Some(None));
+        if !ended && h.held() < DUMP_RELEASE {
+            return;
+        }
+        let members = h.members.clone();
+        let ready = if h.held() >= DUMP_HOLD_MAX {
+            // A walk lags far behind: bound the memory rather than the UPDATEs.
+            in_order(h.parts.iter_mut().flat_map(std::mem::take).collect())
+        } else {
+            h.complete()
+        };
+        if !ready.is_empty() {
+            self.dump_now(&members, &ready);
+        }
+    }
+
+    /// Encodes and sends the dump parts held, if any. Each member gets them if it still
+    /// dumps under the token they were walked for (a later dump sends the table again).
+    pub fn send_held_dump(&mut self) {
+        if let Some(h) = self.held_dump.take() {
+            let members = h.members.clone();
+            let entries = h.all();
+            if !entries.is_empty() {
+                self.dump_now(&members, &entries);
+            }
+        }
+    }
+
+    /// Encodes dump entries once for all these members, except that a member gets its own
+    /// encoding without the paths it is the source of.
+    fn dump_now(&mut self, members: &[(MemberId, u64)], entries: &[Entry]) {
         let targets: Vec<MemberId> = members
             .iter()
             .filter(|(m, t)| self.find(*m, *t).is_some())
@@ -513,8 +660,16 @@ impl UpdateGroup {
 
     /// A shard finished its dump; after the last one the member is in step, and after its
     /// first dump it gets End-of-RIB for each family (RFC 4724 section 2).
-    pub fn dump_end(&mut self, member: MemberId, token: u64) {
+    pub fn dump_end(&mut self, shard: usize, member: MemberId, token: u64) {
         let families = self.spec.families;
+        if let Some(h) = &mut self.held_dump {
+            if h.members.contains(&(member, token)) {
+                if let Some(w) = h.walked.get_mut(shard) {
+                    *w = Some(None);
+                }
+                self.send_complete();
+            }
+        }
         let Some(m) = self.find(member, token) else {
             return;
         };
@@ -524,6 +679,11 @@ impl UpdateGroup {
                 return;
             }
         }
+        // Its whole table is in: what is held goes out before it is in step.
+        self.send_held_dump();
+        let Some(m) = self.members.iter_mut().find(|m| m.id == member) else {
+            return;
+        };
         m.state = State::InStep;
         if let Some((_, f)) = m.eorr.take().filter(|(t, _)| *t == token) {
             send(m, route_refresh(f, RouteRefresh::EORR));
@@ -567,6 +727,7 @@ impl UpdateGroup {
     /// are gone); the dump requests to deliver are returned. A split-off member stays split
     /// off and catches up as usual.
     pub fn reshard(&mut self, shards: usize) -> Vec<DumpRequest> {
+        self.send_held_dump();
         let shards = shards.max(1);
         self.shards = shards;
         let mut out = Vec::new();
@@ -599,6 +760,11 @@ impl UpdateGroup {
 
     /// Split members whose queue has drained: each needs a table dump under a new token.
     pub fn catch_ups(&mut self) -> Vec<DumpRequest> {
+        let due = |m: &Member| m.state == State::Slow && m.sink.queued() < self.limits.low_water;
+        if !self.members.iter().any(due) {
+            return Vec::new();
+        }
+        self.send_held_dump();
         let mut out = Vec::new();
         for m in &mut self.members {
             if m.state == State::Slow && m.sink.queued() < self.limits.low_water {

@@ -12,6 +12,7 @@ use crate::relay::Relay;
 use crate::speaker::{now_ns, Bits, Holding, Index, PeerSpec, Session, SessionError};
 use crate::table::{self, Feed, Source, Spread, Trace};
 use hashbrown::HashMap;
+use ribshard_wire::{Family, UpdateBuilder};
 use std::net::{Ipv4Addr, SocketAddrV4};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -526,7 +527,13 @@ fn establish_all(
         });
         for (i, r) in results {
             if let Some(slot) = sessions.get_mut(i) {
-                *slot = Some(r?);
+                let s = r?;
+                // A neighbor with no routes to send says so at once (End-of-RIB, RFC 4724
+                // section 2), as a real router does; a sender's feed ends with its own.
+                if plan.feeds.get(i).is_none_or(Option::is_none) {
+                    s.send(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast))?;
+                }
+                *slot = Some(s);
             }
         }
     }

@@ -295,10 +295,17 @@ impl Session {
         stream
             .set_read_timeout(Some(Duration::from_secs(30)))
             .map_err(&err)?;
+        // As BIRD 2, FRR and OpenBGPD do by default: graceful restart (helper, nothing kept
+        // across a restart), so the DUT may count on our End-of-RIB (RFC 4724).
         let caps = vec![
             Capability::Multiprotocol { afi: 1, safi: 1 },
             Capability::RouteRefresh,
             Capability::FourOctetAs(spec.asn),
+            Capability::GracefulRestart {
+                flags: 0,
+                restart_time: 120,
+                families: Vec::new(),
+            },
         ];
         stream
             .write_all(&Open::new(spec.asn, hold, spec.local, caps).encode())

@@ -7,7 +7,8 @@
 //! one gets a session; one whose session settings differ (anything of its own, or inherited:
 //! `local-as`, `router-id`, policies, timers, ...) is sent Cease / Other Configuration Change
 //! (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`,
-//! `write-queue-high-water` and `[management]` wait for a restart, and are named.
+//! `write-queue-high-water`, `update-delay` and `[management]` wait for a restart, and are
+//! named.
 //!
 //! [`reload`] does it, for SIGHUP and `ribshard configure reload` alike.
 
@@ -64,6 +65,8 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
         "bgp.update-threading.write-queue-high-water",
     );
     restart(running.management != new.management, "management");
+    // Read at start only: it is about the first tables.
+    restart(running.update_delay != new.update_delay, "bgp.update-delay");
     let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
     let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
         active.iter().map(|a| (key(&a.1), a)).collect();
@@ -100,6 +103,7 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c.path_selection = running.path_selection;
     c.threading.write_queue_high_water = running.threading.write_queue_high_water;
     c.management = running.management.clone();
+    c.update_delay = running.update_delay;
     c
 }
 

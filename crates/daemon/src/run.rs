@@ -63,7 +63,13 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
         let pc = pipeline_config(&config);
-        let pipeline = Pipeline::start(pc);
+        // Every configured neighbor is waited for at start (within update-delay's bounds).
+        let pipeline = Pipeline::start_deferred(
+            pc,
+            config
+                .update_delay
+                .map(|d| (d, (0..peers.len() as u32).collect())),
+        );
         // The tap carries every received UPDATE; only the update dump needs it.
         let tap = opts.dump_updates.is_some().then_some(tx);
         let sessions =

@@ -279,6 +279,7 @@ fn table_of(path: &str) -> &'static str {
         ["bgp", "update-threading"] => "[bgp.update-threading]",
         ["bgp", "path-selection"] => "[bgp.path-selection]",
         ["bgp", "multipath"] => "[bgp.multipath]",
+        ["bgp", "update-delay"] => "[bgp.update-delay]",
         ["management"] => "[management]",
         [.., "prefix-limit"] => "prefix-limit",
         [.., "prefix-limit", _] => "prefix-limit.inet-unicast / inet6-unicast",
@@ -289,12 +290,13 @@ fn table_of(path: &str) -> &'static str {
 type Fields = fn() -> &'static [&'static str];
 
 /// Every table of the configuration and its keys, read from the schema itself.
-const TABLES: [(&str, Fields); 11] = [
+const TABLES: [(&str, Fields); 12] = [
     ("the top level", fields_of::<Raw>),
     ("[bgp]", fields_of::<schema::Bgp>),
     ("[[bgp.group]]", fields_of::<schema::Group>),
     ("[[bgp.group.neighbor]]", fields_of::<schema::Neighbor>),
     ("[bgp.rib-sharding]", fields_of::<schema::RibSharding>),
+    ("[bgp.update-delay]", fields_of::<schema::UpdateDelay>),
     (
         "[bgp.update-threading]",
         fields_of::<schema::UpdateThreading>,

@@ -96,6 +96,8 @@ pub struct Config {
     pub threading: Threading,
     /// The decision process's options (Junos `path-selection` and `multipath`).
     pub path_selection: ribshard_rib::Options,
+    /// The start-up advertisement deferral; `None`: off (`max-delay = 0`).
+    pub update_delay: Option<ribshard_engine::pipeline::UpdateDelay>,
     pub peers: Vec<Peer>,
 }
 
@@ -105,6 +107,10 @@ type Warns = Vec<(String, WarningKind)>;
 const BUILTIN_POLICIES: [&str; 2] = ["accept", "reject"];
 /// TCP_MD5SIG_MAXKEYLEN of Linux.
 const MAX_MD5_KEY: usize = 80;
+
+fn secs(s: u32) -> std::time::Duration {
+    std::time::Duration::from_secs(u64::from(s))
+}
 
 fn invalid(errs: &mut Errs, key: String, value: impl ToString, why: &'static str) {
     errs.push((
@@ -435,6 +441,25 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
         }),
     };
 
+    let update_delay = {
+        let defaults = ribshard_engine::pipeline::UpdateDelay::default();
+        let u = bgp.update_delay.clone().unwrap_or_default();
+        let max = u.max_delay.map_or(defaults.max_delay, secs);
+        let establish = u.establish_wait.map_or(defaults.establish_wait, secs);
+        if establish > max && !max.is_zero() {
+            invalid(
+                &mut errs,
+                "bgp.update-delay.establish-wait".into(),
+                establish.as_secs(),
+                "must not be more than max-delay",
+            );
+        }
+        (!max.is_zero()).then_some(ribshard_engine::pipeline::UpdateDelay {
+            max_delay: max,
+            establish_wait: establish.min(max),
+        })
+    };
+
     let mut peers = Vec::new();
     let mut group_names: HashMap<String, String> = HashMap::new();
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
@@ -645,6 +670,7 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
             listen,
             threading,
             path_selection,
+            update_delay,
             peers,
         })
     } else {

@@ -96,8 +96,21 @@ with_peer_settings! {
         update_threading: Option<UpdateThreading>,
         path_selection: Option<PathSelection>,
         multipath: Option<Multipath>,
+        update_delay: Option<UpdateDelay>,
         group: Option<Vec<Group>>,
     }
+}
+
+/// `[bgp.update-delay]` (FRR's `update-delay`): after start, advertise to no one until every
+/// neighbor that came up has sent End-of-RIB, so downstreams get each prefix once.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct UpdateDelay {
+    /// Seconds after start when advertising begins regardless; 0 turns the deferral off.
+    /// Default 120.
+    pub max_delay: Option<u32>,
+    /// Seconds after start past which neighbors not up yet are not waited for. Default 5.
+    pub establish_wait: Option<u32>,
 }
 
 /// Junos `path-selection`.

@@ -102,6 +102,40 @@ fn defaults() {
             write_queue_high_water: 16 << 20,
         }
     );
+    assert_eq!(
+        c.update_delay,
+        Some(ribshard_engine::pipeline::UpdateDelay {
+            max_delay: std::time::Duration::from_secs(120),
+            establish_wait: std::time::Duration::from_secs(5),
+        }),
+        "advertising waits for the first tables"
+    );
+}
+
+#[test]
+fn update_delay_settings_and_errors() {
+    let one = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
+               [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
+    let c = load_str(&format!("{HEAD}[bgp.update-delay]\nmax-delay = 0\n{one}")).unwrap();
+    assert_eq!(c.update_delay, None, "0 turns it off");
+    let c = load_str(&format!(
+        "{HEAD}[bgp.update-delay]\nmax-delay = 30\nestablish-wait = 2\n{one}"
+    ))
+    .unwrap();
+    let d = c.update_delay.unwrap();
+    assert_eq!((d.max_delay.as_secs(), d.establish_wait.as_secs()), (30, 2));
+    let e = errors(&format!(
+        "{HEAD}[bgp.update-delay]\nmax-delay = 10\nestablish-wait = 20\n{one}"
+    ));
+    assert_eq!(
+        (e[0].0, e[0].1.as_str()),
+        (Some(6), "bgp.update-delay.establish-wait")
+    );
+    let e = errors(&format!("{HEAD}[bgp.update-delay]\nmax-dely = 10\n{one}"));
+    assert!(
+        matches!(&e[0].2, ErrorKind::UnknownKey(m) if m.contains("did you mean `max-delay`")),
+        "{e:?}"
+    );
 }
 
 #[test]

@@ -97,17 +97,21 @@ pub enum Broadcast {
     /// Everything the peer sent before this: once decided and exported, each update group
     /// reports when it has encoded it ([`crate::telemetry::Telemetry::marker_reached`]).
     Marker { peer: PeerIndex, token: u64 },
+    /// The start-up deferral is over ([`super::UpdateDelay`]): the members held back join
+    /// their groups and get the table.
+    AdvertiseNow,
 }
 
 impl Broadcast {
-    /// The peer it concerns.
-    pub fn peer(&self) -> PeerIndex {
+    /// The peer it concerns, if one.
+    pub fn peer(&self) -> Option<PeerIndex> {
         match self {
             Broadcast::PeerUp { peer, .. }
             | Broadcast::PeerDown { peer, .. }
             | Broadcast::RefreshBegin { peer, .. }
             | Broadcast::FlushStale { peer, .. }
-            | Broadcast::Marker { peer, .. } => *peer,
+            | Broadcast::Marker { peer, .. } => Some(*peer),
+            Broadcast::AdvertiseNow => None,
         }
     }
 }
@@ -205,13 +209,18 @@ pub enum ToUpdate {
         member: MemberId,
         token: u64,
     },
-    /// Part of a table dump, for these members (with their tokens) of the group.
+    /// Part of a shard's table dump for these members (with their tokens) of the group, in
+    /// dump order, with each entry's place in it ([`ribshard_rib::Shard::
+    /// reported_in_dump_order`]).
     Dump {
+        shard: usize,
         group: GroupId,
         members: Vec<(MemberId, u64)>,
+        keys: Vec<ribshard_rib::DumpKey>,
         entries: Vec<Entry>,
     },
     DumpEnd {
+        shard: usize,
         group: GroupId,
         member: MemberId,
         token: u64,

@@ -31,6 +31,7 @@
 //! its parts.
 
 mod batcher;
+mod deferral;
 mod lanes;
 mod messages;
 mod query;
@@ -38,6 +39,7 @@ mod shard_thread;
 mod update_thread;
 
 pub use batcher::Batcher;
+pub use deferral::{DeferralEnd, UpdateDelay};
 pub use lanes::{reserve, Lanes};
 pub use messages::{
     Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
@@ -132,19 +134,38 @@ pub struct Pipeline {
     /// daemon shutting down, every pipeline benchmark) would otherwise wait up to a tick.
     stop_ticker: Mutex<Option<std_mpsc::Sender<()>>>,
     telemetry: Arc<Telemetry>,
+    /// The start-up advertisement deferral while it lasts ([`Pipeline::start_deferred`]).
+    deferral: Arc<Mutex<Option<deferral::Deferral>>>,
 }
 
 impl Pipeline {
     /// Starts the shard and update threads.
     pub fn start(config: PipelineConfig) -> Arc<Pipeline> {
+        Pipeline::start_deferred(config, None)
+    }
+
+    /// Starts the shard and update threads; with `update_delay`, advertising to anyone waits
+    /// until these neighbors have sent their tables (see [`UpdateDelay`]; sessions report
+    /// through [`Pipeline::deferral_up`] and the two after it).
+    pub fn start_deferred(
+        config: PipelineConfig,
+        update_delay: Option<(UpdateDelay, Vec<PeerIndex>)>,
+    ) -> Arc<Pipeline> {
         let config = config.normalized();
+        let deferral = Arc::new(Mutex::new(
+            update_delay.map(|(bounds, peers)| deferral::Deferral::new(bounds, peers)),
+        ));
         let tables = (0..config.shards)
             .map(|_| Shard::new(config.options))
             .collect();
         let telemetry = Arc::new(Telemetry::default());
+        let generation = Generation {
+            epoch: 0,
+            deferring: lock(&deferral).is_some(),
+        };
         let (lanes, threads) = spawn_threads(
             config,
-            0,
+            generation,
             tables,
             &[],
             Vec::new(),
@@ -157,12 +178,19 @@ impl Pipeline {
         let (stop_ticker, stopped) = std_mpsc::channel::<()>();
         let ticker = {
             let lanes = lanes.clone();
+            let deferral = deferral.clone();
             spawn("rs-tick".into(), move || {
                 let work = register(ThreadKind::Ticker, 0);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
                     let began = Instant::now();
                     let l = read_lanes(&lanes);
                     tick(&l.shards, &l.updates);
+                    // The deferral's time bounds (its other ends come with sessions' news).
+                    if end_deferral(&deferral, |_| {}) {
+                        for r in l.broadcast(Broadcast::AdvertiseNow) {
+                            l.send_blocking(r.target);
+                        }
+                    }
                     work.item(began.elapsed());
                 }
             })
@@ -175,7 +203,38 @@ impl Pipeline {
             ticker: Mutex::new(Some(ticker)),
             stop_ticker: Mutex::new(Some(stop_ticker)),
             telemetry,
+            deferral,
         })
+    }
+
+    /// Whether advertising still waits for neighbors' tables (start-up deferral).
+    pub fn deferring(&self) -> bool {
+        lock(&self.deferral).is_some()
+    }
+
+    /// A neighbor reached Established during the start-up deferral; `graceful_restart`: it
+    /// advertised the capability, so its End-of-RIB is waited for (RFC 4724 section 4.1).
+    /// Returns the messages that end the deferral, if this ends it.
+    pub fn deferral_up(&self, peer: PeerIndex, graceful_restart: bool) -> Vec<Routed> {
+        self.deferral_news(|d| d.up(peer, graceful_restart))
+    }
+
+    /// A neighbor's End-of-RIB is in for every family (see [`Pipeline::deferral_up`]).
+    pub fn deferral_end_of_rib(&self, peer: PeerIndex) -> Vec<Routed> {
+        self.deferral_news(|d| d.end_of_rib(peer))
+    }
+
+    /// A neighbor left Established (see [`Pipeline::deferral_up`]).
+    pub fn deferral_down(&self, peer: PeerIndex) -> Vec<Routed> {
+        self.deferral_news(|d| d.down(peer))
+    }
+
+    fn deferral_news(&self, news: impl FnOnce(&mut deferral::Deferral)) -> Vec<Routed> {
+        if end_deferral(&self.deferral, news) {
+            self.lanes().broadcast(Broadcast::AdvertiseNow)
+        } else {
+            Vec::new()
+        }
     }
 
     /// What the pipeline measures of its convergence.
@@ -422,6 +481,14 @@ impl Pipeline {
                 paused: began.elapsed(),
             };
         }
+        // A re-shard starts advertising: the old shards let their held members in, and the
+        // new ones start without a deferral.
+        if let Some(d) = lock(&self.deferral).take() {
+            d.log_end(DeferralEnd::Reshard);
+            for r in old.broadcast(Broadcast::AdvertiseNow) {
+                old.send_blocking(r.target);
+            }
+        }
         barrier(&old);
         // Update threads first: after them nothing asks the shards for dumps.
         let mut groups: Vec<UpdateGroup> = Vec::new();
@@ -478,9 +545,14 @@ impl Pipeline {
             .map(|(k, id)| (*id, k % threads))
             .collect();
         r.next_thread = ids.len();
+        // The deferral ended above: the new shards hold no one back.
+        let generation = Generation {
+            epoch: old.epoch + 1,
+            deferring: false,
+        };
         let (lanes, handles) = spawn_threads(
             config,
-            old.epoch + 1,
+            generation,
             new_tables,
             &shard_groups,
             groups,
@@ -591,15 +663,24 @@ fn surrender<M>(
 
 /// Starts shard threads over these tables (update groups known to the shards as
 /// `shard_groups`) and update threads with these groups, placed by `placement`.
+/// A new set of threads: its epoch, and whether its shards hold new members back (the
+/// start-up deferral).
+#[derive(Clone, Copy)]
+struct Generation {
+    epoch: u64,
+    deferring: bool,
+}
+
 fn spawn_threads(
     config: PipelineConfig,
-    epoch: u64,
+    generation: Generation,
     tables: Vec<Shard>,
     shard_groups: &[(GroupId, Arc<GroupSpec>, usize)],
     groups: Vec<UpdateGroup>,
     placement: &HashMap<GroupId, usize>,
     telemetry: &Arc<Telemetry>,
 ) -> (Lanes, Vec<JoinHandle<()>>) {
+    let Generation { epoch, deferring } = generation;
     let mut threads = Vec::new();
     let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
         .map(|_| mpsc::channel::<ToShard>(SHARD_QUEUE))
@@ -646,6 +727,7 @@ fn spawn_threads(
             (update_tx.clone(), update_queues.clone()),
             inline.take(),
             telemetry.clone(),
+            deferring,
         );
         w.resume(table, shard_groups, &place);
         let q = shard_queues.get(i).cloned().unwrap_or_default();
@@ -662,6 +744,29 @@ fn spawn_threads(
         update_queues,
     };
     (lanes, threads)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Applies a session's news to the start-up deferral, if one is under way, and ends it if it
+/// is over now; true if it ended here (the caller tells the shards).
+fn end_deferral(
+    deferral: &Mutex<Option<deferral::Deferral>>,
+    news: impl FnOnce(&mut deferral::Deferral),
+) -> bool {
+    let mut guard = lock(deferral);
+    let Some(d) = guard.as_mut() else {
+        return false;
+    };
+    news(d);
+    let Some(why) = d.over(Instant::now()) else {
+        return false;
+    };
+    d.log_end(why);
+    *guard = None;
+    true
 }
 
 fn tick(shards: &[mpsc::Sender<ToShard>], updates: &[mpsc::Sender<ToUpdate>]) {

@@ -13,7 +13,8 @@ use super::{
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{Entry, GroupId, MemberId};
 use ribshard_rib::{
-    Change, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk, WalkOp,
+    Change, DumpKey, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk,
+    WalkOp,
 };
 use ribshard_wire::Prefix;
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -72,7 +73,8 @@ struct DumpWalk {
     /// asked before the walk took its first step (sessions coming up together), so the
     /// table is walked, and each batch encoded, once for all of them.
     members: Vec<(MemberId, u64)>,
-    prefixes: Vec<Prefix>,
+    /// In dump order ([`Shard::reported_in_dump_order`]).
+    prefixes: Vec<(DumpKey, Prefix)>,
     at: usize,
 }
 
@@ -114,6 +116,9 @@ pub(super) struct ShardWorker {
     loaded: bool,
     /// The size of the last chunk rendered, and a little more: the next one's buffer.
     rendered_hint: usize,
+    /// During the start-up deferral, the members that came up, held back (`None` once
+    /// advertising has started): the shard decides meanwhile but exports to no one.
+    held_members: Option<Vec<Membership>>,
 }
 
 /// How long a walk question waits at most while routing keeps the shard busy.
@@ -151,6 +156,7 @@ impl ShardWorker {
         updates: (Vec<mpsc::Sender<ToUpdate>>, Vec<Arc<QueueStats>>),
         inline: Option<UpdateWorker>,
         telemetry: Arc<Telemetry>,
+        deferring: bool,
     ) -> ShardWorker {
         let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
@@ -181,6 +187,7 @@ impl ShardWorker {
             load_routing: std::time::Duration::ZERO,
             loaded: false,
             rendered_hint: 0,
+            held_members: deferring.then(Vec::new),
         }
     }
 
@@ -364,11 +371,23 @@ impl ShardWorker {
     fn broadcast(&mut self, b: Broadcast) {
         // Whatever the peer did before: a new session's routes must not be removed (or
         // marked stale) by the old session's walk.
-        self.finish_walks_of(b.peer());
+        if let Some(peer) = b.peer() {
+            self.finish_walks_of(peer);
+        }
         match b {
             Broadcast::PeerUp { peer, info, member } => {
                 self.shard.set_peer(peer, info);
-                if let Some(m) = member {
+                match (member, &mut self.held_members) {
+                    (Some(m), Some(held)) => held.push(m),
+                    (Some(m), None) => self.add_member(m),
+                    (None, _) => {}
+                }
+            }
+            Broadcast::AdvertiseNow => {
+                // What is decided so far goes into the table dumps, not out as changes
+                // ahead of them (no group is here yet to export to).
+                self.drain();
+                for m in self.held_members.take().unwrap_or_default() {
                     self.add_member(m);
                 }
             }
@@ -383,8 +402,13 @@ impl ShardWorker {
                 };
                 let w = self.shard.walk(peer, op);
                 self.walks.push_back(w);
-                if let Some((group, _)) = member {
-                    self.remove_member(group);
+                if let Some((group, id)) = member {
+                    match &mut self.held_members {
+                        Some(held) if held.iter().any(|m| m.member == id) => {
+                            held.retain(|m| m.member != id);
+                        }
+                        _ => self.remove_member(group),
+                    }
                 }
             }
             Broadcast::FlushStale { peer, families } => {
@@ -625,8 +649,9 @@ impl ShardWorker {
             },
         );
         // The prefix list is taken again: a prefix that appeared since the walk was queued
-        // reached its earlier members live, but not this one.
-        let prefixes = self.shard.reported_prefixes();
+        // reached its earlier members live, but not this one. In the order every shard
+        // walks, so the update group can merge the shards' walks into one.
+        let prefixes = self.shard.reported_in_dump_order();
         if let Some(d) = self
             .dumps
             .iter_mut()
@@ -669,8 +694,11 @@ impl ShardWorker {
         };
         let end = (d.at + WALK_BUDGET).min(d.prefixes.len());
         let mut entries: Vec<Entry> = Vec::new();
+        let mut keys: Vec<DumpKey> = Vec::new();
         if let Some(g) = self.groups.get_mut(&d.group) {
-            for p in d.prefixes.get(d.at..end).unwrap_or(&[]) {
+            for (key, p) in d.prefixes.get(d.at..end).unwrap_or(&[]) {
+                // As it stands now (the member follows live changes since DumpBegin); the
+                // order stays the one the walk started with.
                 if let Some(best) = self.shard.reported(p) {
                     let src = self.shard.peer(best.peer);
                     let e = g
@@ -682,6 +710,7 @@ impl ShardWorker {
                             exported: Some(e),
                             source: best.peer,
                         });
+                        keys.push(*key);
                     }
                 }
             }
@@ -693,8 +722,10 @@ impl ShardWorker {
             self.send_update(
                 t,
                 ToUpdate::Dump {
+                    shard: self.index,
                     group,
                     members: d.members.clone(),
+                    keys,
                     entries,
                 },
             );
@@ -704,6 +735,7 @@ impl ShardWorker {
                 self.send_update(
                     t,
                     ToUpdate::DumpEnd {
+                        shard: self.index,
                         group,
                         member,
                         token,

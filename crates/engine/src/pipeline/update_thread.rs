@@ -1,6 +1,8 @@
 //! An update thread: owns the update groups given to it, packs each shard's changes into
 //! UPDATEs once per group and fans the bytes out; asks the shards for table dumps when a
 //! member joins late, asks for a refresh, or catches up after being a slow writer.
+//! It never blocks on a shard, and never sends a member anything out of the order the
+//! shards decided it in.
 
 use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
@@ -134,6 +136,9 @@ impl UpdateWorker {
     /// re-shard starts those dumps again.
     pub(super) fn into_groups(mut self) -> Vec<UpdateGroup> {
         self.pack_held(true);
+        self.groups
+            .values_mut()
+            .for_each(UpdateGroup::send_held_dump);
         self.groups.into_values().collect()
     }
 
@@ -151,10 +156,15 @@ impl UpdateWorker {
             | ToUpdate::DumpBegin { group, .. }
             | ToUpdate::Dump { group, .. }
             | ToUpdate::DumpEnd { group, .. } => self.pack_group(*group),
-            ToUpdate::Marker { .. }
-            | ToUpdate::Barrier(_)
-            | ToUpdate::Surrender(_)
-            | ToUpdate::Stop => self.pack_held(true),
+            // Not a table dump's held parts: each shard passes a barrier only once its walks
+            // are done, so after the last one every dump has ended and gone out.
+            ToUpdate::Marker { .. } | ToUpdate::Barrier(_) => self.pack_held(true),
+            ToUpdate::Surrender(_) | ToUpdate::Stop => {
+                self.pack_held(true);
+                self.groups
+                    .values_mut()
+                    .for_each(UpdateGroup::send_held_dump);
+            }
         }
         match msg {
             ToUpdate::Join {
@@ -228,21 +238,25 @@ impl UpdateWorker {
                 }
             }
             ToUpdate::Dump {
+                shard,
                 group,
                 members,
+                keys,
                 entries,
             } => {
                 if let Some(g) = self.groups.get_mut(&group) {
-                    g.dump(&members, &entries);
+                    let entries = keys.into_iter().zip(entries).collect();
+                    g.dump(shard, &members, entries);
                 }
             }
             ToUpdate::DumpEnd {
+                shard,
                 group,
                 member,
                 token,
             } => {
                 if let Some(g) = self.groups.get_mut(&group) {
-                    g.dump_end(member, token);
+                    g.dump_end(shard, member, token);
                 }
             }
             ToUpdate::Barrier(ack) => {

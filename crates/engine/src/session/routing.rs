@@ -176,6 +176,11 @@ impl Session {
         self.end_of_rib = [false; 2];
         p.telemetry().established(peer);
         self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        // Start-up deferral: its End-of-RIB is waited for only if it does graceful restart
+        // (RFC 4724 section 4.1).
+        let waits = n.graceful_restart.is_some();
+        self.pending
+            .extend(p.deferral_up(peer, waits).into_iter().map(Out::Pipe));
         // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
         // without a family in it) keeps no stale routes.
         if let Some((f, until)) = self.stale {
@@ -206,6 +211,11 @@ impl Session {
         self.status.send_modify(|st| st.group = None);
         let msgs = p.peer_down(self.index as u32, kept, self.joined.take());
         self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        self.pending.extend(
+            p.deferral_down(self.index as u32)
+                .into_iter()
+                .map(Out::Pipe),
+        );
         self.stale = match (kept, stale) {
             (Some(f), Some(g)) => Some((
                 f,
@@ -277,10 +287,13 @@ impl Session {
             return;
         };
         let peer = self.index as u32;
+        self.flush_routes();
         if let Some(token) = p.telemetry().end_of_rib(peer, p.groups()) {
-            self.flush_routes();
             self.pending
                 .extend(p.marker(peer, token).into_iter().map(Out::Pipe));
         }
+        // After its routes: the shards have them all when they start advertising.
+        self.pending
+            .extend(p.deferral_end_of_rib(peer).into_iter().map(Out::Pipe));
     }
 }
