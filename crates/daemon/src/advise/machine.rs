@@ -68,27 +68,43 @@ pub fn cpu_list(s: &str) -> Vec<usize> {
         .collect()
 }
 
+/// Online CPUs, and cores among them: one per distinct (package, core id); 0 if the
+/// kernel does not say.
+fn topology(sys: &Path) -> (usize, usize) {
+    let cpu = sys.join("devices/system/cpu");
+    let online = read(cpu.join("online"))
+        .map(|s| cpu_list(&s))
+        .unwrap_or_default();
+    let cores: BTreeSet<(String, String)> = online
+        .iter()
+        .filter_map(|n| {
+            let t = cpu.join(format!("cpu{n}/topology"));
+            Some((
+                read(t.join("physical_package_id"))?,
+                read(t.join("core_id"))?,
+            ))
+        })
+        .collect();
+    (online.len(), cores.len())
+}
+
+/// The cores this process may use (SMT siblings counted once), as `/sys` says; the logical
+/// CPUs if it does not.
+pub fn cores() -> usize {
+    let logical = std::thread::available_parallelism().map_or(1, |n| n.get());
+    match topology(Path::new("/sys")).1 {
+        0 => logical,
+        c => c.min(logical),
+    }
+}
+
 impl Machine {
     /// This machine, as the kernel describes it under `sys` and `proc` (normally `/sys`
     /// and `/proc`).
     pub fn read(sys: &Path, proc: &Path) -> Machine {
         let cpu = sys.join("devices/system/cpu");
-        let online = read(cpu.join("online"))
-            .map(|s| cpu_list(&s))
-            .unwrap_or_default();
-        // One core per distinct (package, core id) among the online CPUs.
-        let cores: BTreeSet<(String, String)> = online
-            .iter()
-            .filter_map(|n| {
-                let t = cpu.join(format!("cpu{n}/topology"));
-                Some((
-                    read(t.join("physical_package_id"))?,
-                    read(t.join("core_id"))?,
-                ))
-            })
-            .collect();
-        let logical_cpus =
-            std::thread::available_parallelism().map_or(online.len().max(1), |n| n.get());
+        let (online, cores) = topology(sys);
+        let logical_cpus = std::thread::available_parallelism().map_or(online.max(1), |n| n.get());
         let numa_nodes = entries(&sys.join("devices/system/node"))
             .into_iter()
             .filter_map(|(name, path)| {
@@ -117,10 +133,10 @@ impl Machine {
         }
         Machine {
             logical_cpus,
-            cores: if cores.is_empty() {
+            cores: if cores == 0 {
                 logical_cpus
             } else {
-                cores.len().min(logical_cpus)
+                cores.min(logical_cpus)
             },
             numa_nodes,
             nics,

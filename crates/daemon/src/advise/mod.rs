@@ -239,7 +239,7 @@ pub fn advise(m: &Machine, w: Option<&Workload>, measured: &Measured) -> Advice 
                 if paid.is_empty() { "nowhere".to_string() } else { paid.join("; ") }
             ));
             single(&mut reasons)
-        } else if ratio_pays && cores >= 4 {
+        } else if ratio_pays && cores >= THREADS_FROM_CORES {
             reasons.push(format!(
                 "RIB:FIB {ratio:.2} is at least {DAY_ONE_RIB_FIB}, where the Day One book saw sharding pay, and {cores} cores leave room for shards and update threads beside the sessions (the measurements above are from a {}-core machine, so they say less here)",
                 measured.cores.map_or("different".to_string(), |c| c.to_string())
@@ -280,7 +280,7 @@ pub fn advise(m: &Machine, w: Option<&Workload>, measured: &Measured) -> Advice 
                 lost.join("; ")
             }
         ));
-        if cores >= 4 {
+        if cores >= THREADS_FROM_CORES {
             reasons.push(format!(
                 "{cores} cores leave room for shards and update threads beside the sessions: worth it once the RIB:FIB ratio is {DAY_ONE_RIB_FIB} or more (route reflectors, peering routers with many full feeds)"
             ));
@@ -302,9 +302,31 @@ pub fn advise(m: &Machine, w: Option<&Workload>, measured: &Measured) -> Advice 
 
 /// Shards and update threads for `room` CPUs: no more update threads than update groups
 /// (an extra one has nothing to do), the rest to shards.
-fn split(room: u32, groups: u32, reasons: &mut Vec<String>) -> (u32, u32) {
+fn split_counts(room: u32, groups: u32) -> (u32, u32) {
     let threads = groups.min(room / 2).max(1);
-    let shards = room.saturating_sub(threads).max(2);
+    (room.saturating_sub(threads).max(2), threads)
+}
+
+/// The cores below which threads are not worth their hand-offs: on the two-core machine of
+/// BENCHMARKS.md the single-threaded mode was as fast as two shards and two update threads on
+/// two full tables and faster on the route reflector and route server at real size, and the
+/// Day One book counts shards + update threads + one or two cores for everything else.
+pub const THREADS_FROM_CORES: usize = 4;
+
+/// `number-of-shards` and `number-of-threads` when the configuration sets neither: the
+/// single-threaded mode below [`THREADS_FROM_CORES`] cores; from there, one core left to the
+/// sessions and the rest split as for two update groups (2 update threads, the rest shards),
+/// as `ribshard advise` says without a running daemon.
+pub fn default_threads(cores: usize) -> (u32, u32) {
+    if cores < THREADS_FROM_CORES {
+        (1, 0)
+    } else {
+        split_counts(cores.saturating_sub(1) as u32, 2)
+    }
+}
+
+fn split(room: u32, groups: u32, reasons: &mut Vec<String>) -> (u32, u32) {
+    let (shards, threads) = split_counts(room, groups);
     reasons.push(format!(
         "{shards} shards and {threads} update thread(s) fill {room} CPUs and leave one for the sessions and the rest; more update threads than the {groups} update group(s) would have nothing to do"
     ));

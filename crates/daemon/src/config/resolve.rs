@@ -363,17 +363,24 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
         ]
     });
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get() as u32);
+    let shards = bgp.rib_sharding.as_ref().and_then(|r| r.number_of_shards);
+    let update_threads = bgp
+        .update_threading
+        .as_ref()
+        .and_then(|u| u.number_of_threads);
+    // Unset: the rule of `advise::default_threads` for this machine's cores. One set alone
+    // keeps the other workable: shards need update threads, update threads any shards.
+    let (rule_shards, rule_threads) =
+        crate::advise::default_threads(crate::advise::machine::cores());
     let threading = Threading {
-        shards: bgp
-            .rib_sharding
-            .as_ref()
-            .and_then(|r| r.number_of_shards)
-            .unwrap_or(cpus),
-        update_threads: bgp
-            .update_threading
-            .as_ref()
-            .and_then(|u| u.number_of_threads)
-            .unwrap_or(cpus),
+        shards: shards.unwrap_or(match update_threads {
+            Some(0) => 1,
+            _ => rule_shards,
+        }),
+        update_threads: update_threads.unwrap_or(match shards {
+            Some(s) if s > 1 => rule_threads.max(1),
+            _ => rule_threads,
+        }),
         write_queue_high_water: bgp
             .update_threading
             .as_ref()

@@ -93,12 +93,12 @@ fn defaults() {
         c.path_selection.multipath, None,
         "no load sharing unless asked"
     );
-    let cpus = std::thread::available_parallelism().unwrap().get() as u32;
+    let (shards, update_threads) = crate::advise::default_threads(crate::advise::machine::cores());
     assert_eq!(
         c.threading,
         Threading {
-            shards: cpus,
-            update_threads: cpus,
+            shards,
+            update_threads,
             write_queue_high_water: 16 << 20,
         }
     );
@@ -110,6 +110,36 @@ fn defaults() {
         }),
         "advertising waits for the first tables"
     );
+}
+
+/// Unset, the threads follow the cores: the single-threaded mode below four (what measured
+/// best on two), then one core for the sessions, two update threads and the rest shards. One
+/// set alone keeps the other workable.
+#[test]
+fn default_threads_follow_the_cores() {
+    use crate::advise::default_threads;
+    assert_eq!(default_threads(1), (1, 0));
+    assert_eq!(default_threads(2), (1, 0));
+    assert_eq!(default_threads(3), (1, 0));
+    assert_eq!(default_threads(4), (2, 1));
+    assert_eq!(default_threads(8), (5, 2));
+    assert_eq!(default_threads(64), (61, 2));
+    let one = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
+               [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
+    let c = load_str(&format!(
+        "{HEAD}[bgp.rib-sharding]\nnumber-of-shards = 4\n{one}"
+    ))
+    .unwrap();
+    assert_eq!(c.threading.shards, 4);
+    assert!(
+        c.threading.update_threads >= 1,
+        "shards need update threads"
+    );
+    let c = load_str(&format!(
+        "{HEAD}[bgp.update-threading]\nnumber-of-threads = 0\n{one}"
+    ))
+    .unwrap();
+    assert_eq!((c.threading.shards, c.threading.update_threads), (1, 0));
 }
 
 #[test]
