@@ -2,6 +2,7 @@
 //! enhanced markers (RFC 2918, RFC 7313), and UPDATEs: validated once (RFC 7606), the
 //! Adj-RIB-In index kept, routes interned and split per shard.
 
+use super::adj_index::AdjIndex;
 use super::conn::ReadError;
 use super::deliver::Out;
 use super::task::{Ending, Session};
@@ -16,7 +17,6 @@ use ribshard_rib::Ingress;
 use ribshard_wire::message::{MessageType, HEADER_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub};
 use ribshard_wire::{decode, parse_update, Family, Message, Nlri, RouteRefresh};
-use std::collections::HashSet;
 use tracing::{debug, info, warn};
 
 impl Session {
@@ -176,9 +176,7 @@ impl Session {
                 };
                 debug!(neighbor = %self.name(), %family, purged = left.len(), "EoRR");
                 if let Some(adj) = self.adj_rib_in.get_mut(f) {
-                    for n in left {
-                        adj.remove(&n);
-                    }
+                    adj.remove_all(&left);
                 }
                 self.flush_routes();
                 self.push_flush_stale(families(&[family]));
@@ -238,22 +236,18 @@ impl Session {
         let adj = &mut self.adj_rib_in;
         let refreshing = &mut self.refreshing;
         let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
-        let index_key = |n: Nlri| Nlri {
-            prefix: n.prefix.masked(),
-            ..n
-        };
         // A withdrawal (or an announcement that is a route leak): out of the Adj-RIB-In
         // index, no longer awaited by a refresh, and withdrawn in the pipeline.
         let unlearn = |n: Nlri,
-                       adj: &mut [HashSet<Nlri>; 2],
-                       refreshing: &mut [Option<HashSet<Nlri>>; 2],
+                       adj: &mut [AdjIndex; 2],
+                       refreshing: &mut [Option<AdjIndex>; 2],
                        b: Option<&mut Batcher>| {
             let f = n.prefix.family().index();
             if let Some(set) = adj.get_mut(f) {
-                set.remove(&index_key(n));
+                set.remove(n);
             }
             if let Some(Some(set)) = refreshing.get_mut(f) {
-                set.remove(&index_key(n));
+                set.remove(n);
             }
             if let Some(b) = b {
                 b.withdraw(n);
@@ -285,10 +279,10 @@ impl Session {
                         continue;
                     }
                     if let Some(set) = adj.get_mut(f) {
-                        set.insert(index_key(n));
+                        set.insert(n);
                     }
                     if let Some(Some(set)) = refreshing.get_mut(f) {
-                        set.remove(&index_key(n));
+                        set.remove(n);
                     }
                     if let (Some((b, _)), Some(a)) = (pipe.as_mut(), attrs.as_ref()) {
                         b.announce(a, n);

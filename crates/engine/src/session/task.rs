@@ -2,6 +2,7 @@
 //! the pipeline), the RFC 4271 state machine's actions, connections and their collisions
 //! (RFC 4271 section 6.8), and `clear`.
 
+use super::adj_index::AdjIndex;
 use super::conn::{Conn, Progress, ReadError};
 use super::deliver::{deliver, Out};
 use super::{
@@ -16,8 +17,8 @@ use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
 use ribshard_rib::Interner;
 use ribshard_wire::message::MAX_MESSAGE_LEN;
 use ribshard_wire::notification::{cease, code, Notification};
-use ribshard_wire::{decode, keepalive, Message, Nlri, Open, RouteRefresh, SessionParams};
-use std::collections::{HashSet, VecDeque};
+use ribshard_wire::{decode, keepalive, Message, Open, RouteRefresh, SessionParams};
+use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -92,10 +93,10 @@ pub(super) struct Session {
     pub(super) secondary: Option<Conn>,
     timers: Timers,
     pub(super) negotiated: Option<Negotiated>,
-    pub(super) adj_rib_in: [HashSet<Nlri>; 2],
+    pub(super) adj_rib_in: [AdjIndex; 2],
     /// Per family, during an enhanced route refresh by the peer (BoRR to EoRR, RFC 7313):
     /// the Adj-RIB-In entries it has not sent again yet; they go at the EoRR.
-    pub(super) refreshing: [Option<HashSet<Nlri>>; 2],
+    pub(super) refreshing: [Option<AdjIndex>; 2],
     pub(super) status: watch::Sender<SessionStatus>,
     pub(super) counters: Arc<SessionCounters>,
     /// Where the handle reads the connection's write queue; `output_of` is what it holds.
@@ -154,7 +155,7 @@ impl Session {
             secondary: None,
             timers: Timers::default(),
             negotiated: None,
-            adj_rib_in: [HashSet::new(), HashSet::new()],
+            adj_rib_in: Default::default(),
             refreshing: [None, None],
             status: shared.status,
             counters: shared.counters,
@@ -626,7 +627,7 @@ impl Session {
                             Ending::Other => false,
                         })
                         .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
-                    self.adj_rib_in = [HashSet::new(), HashSet::new()];
+                    self.adj_rib_in = Default::default();
                     self.refreshing = [None, None];
                     self.negotiated = None;
                     self.status.send_modify(|st| {
