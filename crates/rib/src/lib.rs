@@ -21,6 +21,7 @@ pub use decision::{
 };
 pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
 pub use shard::{
-    shard_of, Change, DumpKey, FamilyCounts, Ineligible, Path, PathFilter, PathState, PathView,
-    PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp, Within,
+    shard_of, Change, DumpKey, DumpOrder, DumpSet, FamilyCounts, Ineligible, Path, PathFilter,
+    PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp,
+    Within,
 };

@@ -210,8 +210,7 @@ pub enum ToUpdate {
         token: u64,
     },
     /// Part of a shard's table dump for these members (with their tokens) of the group, in
-    /// dump order, with each entry's place in it ([`ribshard_rib::Shard::
-    /// reported_in_dump_order`]).
+    /// dump order, with each entry's place in it ([`ribshard_rib::Shard::reported_by_set`]).
     Dump {
         shard: usize,
         group: GroupId,

@@ -13,11 +13,11 @@ use super::{
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{Entry, GroupId, MemberId};
 use ribshard_rib::{
-    Change, DumpKey, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk,
-    WalkOp,
+    Change, DumpKey, DumpOrder, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position,
+    Shard, Walk, WalkOp,
 };
-use ribshard_wire::Prefix;
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use ribshard_wire::{Family, Prefix};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
@@ -73,9 +73,15 @@ struct DumpWalk {
     /// asked before the walk took its first step (sessions coming up together), so the
     /// table is walked, and each batch encoded, once for all of them.
     members: Vec<(MemberId, u64)>,
-    /// In dump order ([`Shard::reported_in_dump_order`]).
-    prefixes: Vec<(DumpKey, Prefix)>,
-    at: usize,
+    /// The table as the walk began, by attribute set, in dump order
+    /// ([`Shard::reported_by_set`]).
+    order: DumpOrder,
+    /// Where it is: a set, and a prefix in it.
+    at: (usize, usize),
+    started: bool,
+    /// Prefixes whose best path changed since the walk began: read again when reached (the
+    /// member follows live changes since DumpBegin, so the walk must send what is now).
+    changed: HashSet<Prefix>,
 }
 
 enum Out {
@@ -648,25 +654,28 @@ impl ShardWorker {
                 token,
             },
         );
-        // The prefix list is taken again: a prefix that appeared since the walk was queued
+        // The table is taken again: a prefix that appeared since the walk was queued
         // reached its earlier members live, but not this one. In the order every shard
         // walks, so the update group can merge the shards' walks into one.
-        let prefixes = self.shard.reported_in_dump_order();
+        let order = self.shard.reported_by_set();
         if let Some(d) = self
             .dumps
             .iter_mut()
-            .find(|d| d.group == group && d.at == 0)
+            .find(|d| d.group == group && !d.started)
         {
             d.members.retain(|(m, _)| *m != member);
             d.members.push((member, token));
-            d.prefixes = prefixes;
+            d.order = order;
+            d.changed.clear();
             return;
         }
         self.dumps.push_back(DumpWalk {
             group,
             members: vec![(member, token)],
-            prefixes,
-            at: 0,
+            order,
+            at: (0, 0),
+            started: false,
+            changed: HashSet::new(),
         });
     }
 
@@ -692,30 +701,61 @@ impl ShardWorker {
             self.count_step();
             return;
         };
-        let end = (d.at + WALK_BUDGET).min(d.prefixes.len());
+        d.started = true;
         let mut entries: Vec<Entry> = Vec::new();
         let mut keys: Vec<DumpKey> = Vec::new();
         if let Some(g) = self.groups.get_mut(&d.group) {
-            for (key, p) in d.prefixes.get(d.at..end).unwrap_or(&[]) {
-                // As it stands now (the member follows live changes since DumpBegin); the
-                // order stays the one the walk started with.
-                if let Some(best) = self.shard.reported(p) {
-                    let src = self.shard.peer(best.peer);
-                    let e = g
-                        .cache
-                        .get(&g.spec, &src, best.peer, &best.attrs, p.family());
+            let shard = &self.shard;
+            let mut budget = WALK_BUDGET;
+            while budget > 0 {
+                let Some(set) = d.order.sets.get(d.at.0) else {
+                    break;
+                };
+                let src = shard.peer(set.key.1);
+                // Exported once per set and family, not per prefix.
+                let mut exported: Option<(Family, Option<Arc<Exported>>)> = None;
+                let rest = d.order.prefixes_of(d.at.0, d.at.1);
+                let take = rest.len().min(budget);
+                for p in rest.iter().take(take) {
+                    let (e, source) = if d.changed.contains(p) {
+                        // Changed since the walk began: as it is now.
+                        let Some(best) = shard.reported(p) else {
+                            continue;
+                        };
+                        let bsrc = shard.peer(best.peer);
+                        let e = g
+                            .cache
+                            .get(&g.spec, &bsrc, best.peer, &best.attrs, p.family());
+                        (e, best.peer)
+                    } else {
+                        let f = p.family();
+                        let e = match &exported {
+                            Some((ef, e)) if *ef == f => e.clone(),
+                            _ => {
+                                let e = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, f);
+                                exported = Some((f, e.clone()));
+                                e
+                            }
+                        };
+                        (e, set.key.1)
+                    };
                     if let Some(e) = e {
                         entries.push(Entry {
                             prefix: *p,
                             exported: Some(e),
-                            source: best.peer,
+                            source,
                         });
-                        keys.push(*key);
+                        keys.push(set.key);
                     }
+                }
+                budget -= take.max(1).min(budget);
+                if d.at.1 + take >= set.len as usize {
+                    d.at = (d.at.0 + 1, 0);
+                } else {
+                    d.at.1 += take;
                 }
             }
         }
-        d.at = end;
         let t = self.groups.get(&d.group).map_or(0, |g| g.update_thread);
         let group = d.group;
         if !entries.is_empty() {
@@ -730,7 +770,7 @@ impl ShardWorker {
                 },
             );
         }
-        if d.at >= d.prefixes.len() {
+        if d.at.0 >= d.order.sets.len() || !self.groups.contains_key(&group) {
             for &(member, token) in &d.members {
                 self.send_update(
                     t,
@@ -786,6 +826,9 @@ impl ShardWorker {
         }
         let changes = self.shard.drain_changes();
         self.stats.changes += changes.len() as u64;
+        for d in self.dumps.iter_mut() {
+            d.changed.extend(changes.iter().map(|c| c.prefix));
+        }
         let received = self.observe_decided();
         if self.groups.is_empty() {
             return;

@@ -132,9 +132,40 @@ struct Dest {
 const DIRTY: u8 = 1;
 const REPORTED: u8 = 2;
 
-/// Where a prefix goes in a table dump ([`Shard::reported_in_dump_order`]): its best path's
+/// Where a prefix goes in a table dump ([`Shard::reported_by_set`]): its best path's
 /// attribute set by content (the same in every shard) and its source peer.
 pub type DumpKey = (u64, PeerIndex);
+
+/// A table as a dump walks it ([`Shard::reported_by_set`]): the groups of prefixes whose
+/// best path has one attribute set and source, in key order, and their prefixes.
+#[derive(Clone, Debug, Default)]
+pub struct DumpOrder {
+    pub sets: Vec<DumpSet>,
+    pub prefixes: Vec<Prefix>,
+}
+
+/// One group of [`DumpOrder`]: its prefixes are `prefixes[start..start + len]`.
+#[derive(Clone, Debug)]
+pub struct DumpSet {
+    /// The content hash of `attrs` and the source peer.
+    pub key: DumpKey,
+    pub attrs: Arc<RouteAttrs>,
+    pub start: u32,
+    pub len: u32,
+}
+
+impl DumpOrder {
+    /// The prefixes of set `i` from `offset` on.
+    pub fn prefixes_of(&self, i: usize, offset: usize) -> &[Prefix] {
+        self.sets
+            .get(i)
+            .and_then(|s| {
+                let start = s.start as usize + offset;
+                self.prefixes.get(start..s.start as usize + s.len as usize)
+            })
+            .unwrap_or(&[])
+    }
+}
 
 /// The content hash of an attribute set, the same in every shard (`DefaultHasher::new` is the
 /// same hasher every time in a process): each shard interns its own sets, so pointers cannot
@@ -615,28 +646,63 @@ impl Shard {
             .collect()
     }
 
-    /// Every prefix with a reported best path, in the order a table dump walks them: by
-    /// [`DumpKey`] of the best path (its attribute set's content and its source). Every shard
-    /// orders alike, so an update group can merge the shards' walks into
-    /// one in which each attribute set's prefixes come together, however the table is spread.
-    pub fn reported_in_dump_order(&self) -> Vec<(DumpKey, Prefix)> {
-        // One hash per attribute set, not per prefix.
-        let mut hashes: hashbrown::HashMap<*const RouteAttrs, u64> = hashbrown::HashMap::new();
-        let mut out: Vec<(DumpKey, Prefix)> = self
-            .dests
-            .iter()
-            .filter_map(|(p, d)| {
-                let best = d.reported_path()?;
-                let h = *hashes
-                    .entry(Arc::as_ptr(&best.attrs))
-                    .or_insert_with(|| dump_hash(&best.attrs));
-                Some(((h, best.peer), p))
-            })
+    /// Every prefix with a reported best path, grouped by that path's attribute set and
+    /// source, the groups in [`DumpKey`] order: the order a table dump walks them. Every
+    /// shard orders alike, so an update group can merge the shards' walks into one in which
+    /// each attribute set's prefixes come together, however the table is spread. One pass
+    /// over the table as it lies in memory; the walk then exports once per group. The
+    /// prefixes are one array (a vector per group cost 13 MiB more on two full tables).
+    pub fn reported_by_set(&self) -> DumpOrder {
+        let mut sets: Vec<DumpSet> = Vec::new();
+        let mut at: hashbrown::HashMap<(*const RouteAttrs, PeerIndex), u32> =
+            hashbrown::HashMap::new();
+        let mut found: Vec<(u32, Prefix)> = Vec::with_capacity(self.dests.len());
+        for (p, d) in self.dests.iter() {
+            let Some(best) = d.reported_path() else {
+                continue;
+            };
+            let i = *at
+                .entry((Arc::as_ptr(&best.attrs), best.peer))
+                .or_insert_with(|| {
+                    sets.push(DumpSet {
+                        key: (dump_hash(&best.attrs), best.peer),
+                        attrs: best.attrs.clone(),
+                        start: 0,
+                        len: 0,
+                    });
+                    (sets.len() - 1) as u32
+                });
+            if let Some(s) = sets.get_mut(i as usize) {
+                s.len += 1;
+            }
+            found.push((i, p));
+        }
+        drop(at);
+        // Sets in key order, each given its place; then every prefix into its set's place.
+        let mut order: Vec<u32> = (0..sets.len() as u32).collect();
+        order.sort_unstable_by_key(|&i| sets.get(i as usize).map(|s| s.key));
+        let mut next = 0u32;
+        for &i in &order {
+            if let Some(s) = sets.get_mut(i as usize) {
+                s.start = next;
+                next += s.len;
+            }
+        }
+        let mut fill: Vec<u32> = sets.iter().map(|s| s.start).collect();
+        let mut prefixes: Vec<Prefix> = vec![Prefix::V4 { addr: 0, len: 0 }; found.len()];
+        for (i, p) in found {
+            if let Some(f) = fill.get_mut(i as usize) {
+                if let Some(slot) = prefixes.get_mut(*f as usize) {
+                    *slot = p;
+                }
+                *f += 1;
+            }
+        }
+        let sets = order
+            .into_iter()
+            .filter_map(|i| sets.get(i as usize).cloned())
             .collect();
-        // By key alone (prefixes of one key go in any order): a third of the time of a sort
-        // that also compares prefixes.
-        out.sort_unstable_by_key(|(k, _)| *k);
-        out
+        DumpOrder { sets, prefixes }
     }
 
     /// Moves every prefix to the shard of `into` that owns it under [`shard_of`] (a re-shard:
