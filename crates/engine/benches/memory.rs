@@ -1,6 +1,10 @@
 //! Memory per path: heap bytes one shard keeps for the two real full tables of the 2010
 //! RouteViews RIB (641,957 paths), attribute sets included, counted by a wrapping allocator;
-//! and the RSS delta. Written to `target/criterion/memory.json`.
+//! and the RSS delta. Written to `target/criterion/memory.json`. Then where a daemon's memory
+//! goes for the same tables, part by part, by the same allocator: the interned attribute
+//! sets, the shard's table, each session's Adj-RIB-In index, one update group's export cache,
+//! a table dump's grouping and the encoded table for one member. Written to
+//! `target/criterion/memory-parts.json`.
 //!
 //! `cargo bench -p ribshard-engine --bench memory`
 
@@ -69,6 +73,13 @@ fn main() {
         per_path_rss,
         per_path_trimmed
     );
+    let parts = breakdown();
+    for (part, bytes) in &parts {
+        println!(
+            "memory part: {part}: {:.1} MiB",
+            *bytes as f64 / (1 << 20) as f64
+        );
+    }
     // Bench binaries run in the package directory: write beside criterion's results.
     let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../target/criterion");
     let _ = std::fs::create_dir_all(dir);
@@ -80,4 +91,64 @@ fn main() {
             shard.prefixes()
         ),
     );
+    let rows: Vec<String> = parts
+        .iter()
+        .map(|(part, bytes)| format!("[\"{part}\", {bytes}]"))
+        .collect();
+    let _ = std::fs::write(
+        format!("{dir}/memory-parts.json"),
+        format!("{{\"parts\": [{}]}}\n", rows.join(", ")),
+    );
+}
+
+fn live() -> isize {
+    LIVE.load(Ordering::Relaxed)
+}
+
+/// Heap bytes of each part a daemon holds for the two tables (one shard, one downstream
+/// group), measured as each is built with the others kept.
+fn breakdown() -> Vec<(&'static str, isize)> {
+    use ribshard_engine::session::adj_index::AdjIndex;
+    use ribshard_rib::ExportCache;
+    let mut parts = Vec::new();
+    let at = live();
+    let Some(tables) = load(&[2497, 4777]) else {
+        return parts;
+    };
+    // The tables as loaded: their route lists (not kept by a daemon) and the sets interned.
+    let lists: isize = tables
+        .iter()
+        .map(|t| (t.routes.capacity() * std::mem::size_of_val(&t.routes[0])) as isize)
+        .sum();
+    parts.push(("interned attribute sets", live() - at - lists));
+    let at = live();
+    let shard = into_shard(&tables);
+    parts.push(("shard table (Loc-RIB and Adj-RIB-In paths)", live() - at));
+    let at = live();
+    let indexes: Vec<AdjIndex> = tables
+        .iter()
+        .map(|t| {
+            let mut i = AdjIndex::default();
+            for (n, _) in &t.routes {
+                i.insert(*n);
+            }
+            i
+        })
+        .collect();
+    parts.push(("sessions' Adj-RIB-In indexes (both)", live() - at));
+    let at = live();
+    let order = shard.reported_by_set();
+    parts.push(("a table dump's grouping (transient)", live() - at));
+    let at = live();
+    let spec = realdata::downstream();
+    let mut cache = ExportCache::default();
+    for (i, s) in order.sets.iter().enumerate() {
+        let src = shard.peer(s.key.1);
+        if let Some(p) = order.prefixes_of(i, 0).first() {
+            drop(cache.get(&spec, &src, s.key.1, &s.attrs, p.family()));
+        }
+    }
+    parts.push(("one update group's export cache", live() - at));
+    drop((indexes, order, cache, shard, tables));
+    parts
 }

@@ -56,6 +56,10 @@ impl AdjIndex {
         self.v4.len() + self.other.len()
     }
 
+    pub fn is_empty(&self) -> bool {
+        self.v4.is_empty() && self.other.is_empty()
+    }
+
     /// Takes out every entry of `gone`.
     pub fn remove_all(&mut self, gone: &AdjIndex) {
         for k in &gone.v4 {
@@ -101,6 +105,6 @@ mod tests {
         assert!(i.remove(v4([10, 0, 0, 1], 8)));
         assert!(!i.remove(v4([10, 0, 0, 0], 8)));
         assert!(i.remove(with_id));
-        assert_eq!(i.len(), 0);
+        assert!(i.is_empty());
     }
 }

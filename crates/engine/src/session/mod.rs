@@ -5,7 +5,7 @@
 //! and the connections (collisions included), [`receive`] reads messages, [`routing`] hands
 //! routes and peer events to the pipeline, [`deliver`] waits for room there.
 
-mod adj_index;
+pub mod adj_index;
 mod conn;
 mod deliver;
 mod receive;
