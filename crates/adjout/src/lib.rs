@@ -451,8 +451,9 @@ impl UpdateGroup {
         let Some(&(first, _)) = batches.first() else {
             return;
         };
-        // A dump part held was decided before these changes: it goes first.
-        self.send_held_dump();
+        // A dump part held was decided before these changes: it goes first. The walks'
+        // places are kept, so the rest of the dump still merges.
+        self.send_held_parts();
         let alike = self.members.iter().all(|m| {
             let f = m.live.get(first);
             batches.iter().all(|(s, _)| m.live.get(*s) == f)
@@ -608,20 +609,34 @@ impl UpdateGroup {
         if !ended && h.held() < DUMP_RELEASE {
             return;
         }
-        let members = h.members.clone();
-        let ready = if h.held() >= DUMP_HOLD_MAX {
+        if h.held() >= DUMP_HOLD_MAX {
             // A walk lags far behind: bound the memory rather than the UPDATEs.
-            in_order(h.parts.iter_mut().flat_map(std::mem::take).collect())
-        } else {
-            h.complete()
-        };
+            self.send_held_parts();
+            return;
+        }
+        let members = h.members.clone();
+        let ready = h.complete();
         if !ready.is_empty() {
             self.dump_now(&members, &ready);
         }
     }
 
-    /// Encodes and sends the dump parts held, if any. Each member gets them if it still
-    /// dumps under the token they were walked for (a later dump sends the table again).
+    /// Encodes and sends every dump entry held, complete or not, keeping where each shard's
+    /// walk has come to.
+    fn send_held_parts(&mut self) {
+        let Some(h) = &mut self.held_dump else {
+            return;
+        };
+        let members = h.members.clone();
+        let entries = in_order(h.parts.iter_mut().flat_map(std::mem::take).collect());
+        if !entries.is_empty() {
+            self.dump_now(&members, &entries);
+        }
+    }
+
+    /// Encodes and sends the dump parts held, if any, and forgets the walks. Each member gets
+    /// them if it still dumps under the token they were walked for (a later dump sends the
+    /// table again).
     pub fn send_held_dump(&mut self) {
         if let Some(h) = self.held_dump.take() {
             let members = h.members.clone();

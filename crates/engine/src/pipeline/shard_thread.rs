@@ -654,10 +654,6 @@ impl ShardWorker {
                 token,
             },
         );
-        // The table is taken again: a prefix that appeared since the walk was queued
-        // reached its earlier members live, but not this one. In the order every shard
-        // walks, so the update group can merge the shards' walks into one.
-        let order = self.shard.reported_by_set();
         if let Some(d) = self
             .dumps
             .iter_mut()
@@ -665,10 +661,18 @@ impl ShardWorker {
         {
             d.members.retain(|(m, _)| *m != member);
             d.members.push((member, token));
-            d.order = order;
-            d.changed.clear();
+            // The table is taken again if it changed since: a prefix that appeared meanwhile
+            // reached the walk's earlier members live, but not this one. Members coming up
+            // together (the end of the start-up deferral) share one pass over the table.
+            if !d.changed.is_empty() {
+                d.order = self.shard.reported_by_set();
+                d.changed.clear();
+            }
             return;
         }
+        // In the order every shard walks, so the update group can merge the shards' walks
+        // into one.
+        let order = self.shard.reported_by_set();
         self.dumps.push_back(DumpWalk {
             group,
             members: vec![(member, token)],
