@@ -75,13 +75,21 @@ pub(super) struct Deferral {
 
 impl Deferral {
     pub(super) fn new(bounds: UpdateDelay, expected: impl IntoIterator<Item = PeerIndex>) -> Self {
-        Deferral {
+        let d = Deferral {
             started: Instant::now(),
             bounds,
             expected: expected.into_iter().collect(),
             loading: HashSet::new(),
             loaded: HashSet::new(),
-        }
+        };
+        // Said at once, so that Established sessions advertising nothing are explained.
+        tracing::info!(
+            neighbors = d.expected.len(),
+            establish_wait_s = bounds.establish_wait.as_secs(),
+            max_delay_s = bounds.max_delay.as_secs(),
+            "update-delay: advertising waits until every neighbor doing graceful restart has sent End-of-RIB"
+        );
+        d
     }
 
     /// A neighbor reached Established; `waits`: it does graceful restart, so its End-of-RIB
@@ -129,13 +137,26 @@ impl Deferral {
             .iter()
             .filter(|p| !self.loaded.contains(p) && !self.loading.contains(p))
             .count();
-        tracing::info!(
-            after_ms = self.started.elapsed().as_millis() as u64,
-            neighbors_loaded = self.loaded.len(),
-            neighbors_still_loading = self.loading.len(),
-            neighbors_not_up = not_up,
-            "update-delay over ({why}): advertising to every neighbor"
-        );
+        let after_ms = self.started.elapsed().as_millis() as u64;
+        let (loaded, loading) = (self.loaded.len(), self.loading.len());
+        if why == DeferralEnd::MaxDelay {
+            // A neighbor that never sent End-of-RIB held every other one back this long.
+            tracing::warn!(
+                after_ms,
+                neighbors_loaded = loaded,
+                neighbors_still_loading = loading,
+                neighbors_not_up = not_up,
+                "update-delay over ({why}) with neighbors still sending their tables: advertising to every neighbor"
+            );
+        } else {
+            tracing::info!(
+                after_ms,
+                neighbors_loaded = loaded,
+                neighbors_still_loading = loading,
+                neighbors_not_up = not_up,
+                "update-delay over ({why}): advertising to every neighbor"
+            );
+        }
     }
 }
 
