@@ -832,3 +832,47 @@ fn show_route_of_the_real_full_tables_streams_in_bounded_memory() {
     );
     drop(sessions);
 }
+
+/// After start, with a configured neighbor that never comes up, `show bgp summary` says that
+/// advertising waits (`[bgp.update-delay]`) and for whom: the BIRD that sent its table and
+/// End-of-RIB is loaded, the other neighbor is not up.
+#[test]
+fn show_bgp_summary_says_while_advertising_waits() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("mgmt-update-delay");
+    let (port_r, port_a) = (28121, 28122);
+    let sock = socket(&dir);
+    let _a = start_bird(
+        &dir,
+        "a",
+        &bird("127.0.0.41", 65041, port_a, port_r, &["203.0.113.0/24"]),
+    );
+    let never = "[[bgp.group.neighbor]]\naddress = \"127.0.0.49\"\npassive = true\n";
+    let config = format!(
+        "{}[bgp.update-delay]\nmax-delay = 60\nestablish-wait = 60\n",
+        ribshard_config(port_r, "127.0.0.41", 65041, port_a, never, true)
+    );
+    let (_rs, _) = ribshard(&dir, &config);
+    let summary = || try_json::<Summary>(&sock, &["show", "bgp", "summary"]).unwrap_or_default();
+    assert!(
+        wait(30, || summary()
+            .update_delay
+            .is_some_and(|d| d.neighbors_loaded == 1)),
+        "{:?}\n{}",
+        summary(),
+        log_of(&dir)
+    );
+    let d = summary().update_delay.unwrap_or_default();
+    assert_eq!(
+        (d.neighbors_not_up, d.neighbors_loading, d.max_delay_seconds),
+        (1, 0, 60)
+    );
+    let (text, _) = cli(&sock, &["show", "bgp", "summary"]);
+    assert!(
+        text.contains("Advertising deferred (update-delay)"),
+        "{text}"
+    );
+    assert!(log_of(&dir).contains("update-delay: advertising waits"));
+}

@@ -17,6 +17,25 @@ pub struct Summary {
     pub down_peers: usize,
     pub tables: Vec<TablePaths>,
     pub neighbors: Vec<NeighborSummary>,
+    /// While advertising waits after start for neighbors' tables (`[bgp.update-delay]`);
+    /// absent once it has begun.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update_delay: Option<UpdateDelayStatus>,
+}
+
+/// The start-up deferral under way.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct UpdateDelayStatus {
+    /// Since start.
+    pub elapsed_seconds: f64,
+    pub max_delay_seconds: u64,
+    pub establish_wait_seconds: u64,
+    /// Established, their End-of-RIB not in yet.
+    pub neighbors_loading: usize,
+    /// Configured, not Established.
+    pub neighbors_not_up: usize,
+    /// Established, End-of-RIB in (or not doing graceful restart).
+    pub neighbors_loaded: usize,
 }
 
 /// The pipeline's threads.

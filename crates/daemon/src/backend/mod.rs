@@ -376,6 +376,16 @@ impl Backend for Api {
                 })
                 .collect(),
             neighbors,
+            update_delay: self.daemon.pipeline.deferral_status().map(|d| {
+                ribshard_mgmt::api::UpdateDelayStatus {
+                    elapsed_seconds: d.seconds,
+                    max_delay_seconds: d.max_delay.as_secs(),
+                    establish_wait_seconds: d.establish_wait.as_secs(),
+                    neighbors_loading: d.neighbors_loading,
+                    neighbors_not_up: d.neighbors_not_up,
+                    neighbors_loaded: d.neighbors_loaded,
+                }
+            }),
         }
     }
 

@@ -79,6 +79,18 @@ fn threading(t: &Threading) -> String {
 pub fn summary(s: &Summary) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "Threading mode: {}", threading(&s.threading));
+    if let Some(d) = &s.update_delay {
+        let _ = writeln!(
+            o,
+            "Advertising deferred (update-delay) for {:.0} s: waiting for End-of-RIB from {} neighbor(s), {} not up (waited for until {} s), {} loaded; advertising starts at {} s at the latest",
+            d.elapsed_seconds,
+            d.neighbors_loading,
+            d.neighbors_not_up,
+            d.establish_wait_seconds,
+            d.neighbors_loaded,
+            d.max_delay_seconds
+        );
+    }
     let _ = writeln!(
         o,
         "Groups: {} Peers: {} Down peers: {}",
@@ -645,7 +657,20 @@ mod tests {
                     ..NeighborSummary::default()
                 },
             ],
+            update_delay: None,
         };
+        let mut deferred = s.clone();
+        deferred.update_delay = Some(ribshard_mgmt::api::UpdateDelayStatus {
+            elapsed_seconds: 3.2,
+            max_delay_seconds: 120,
+            establish_wait_seconds: 5,
+            neighbors_loading: 1,
+            neighbors_not_up: 1,
+            neighbors_loaded: 0,
+        });
+        assert!(summary(&deferred).contains(
+            "\nAdvertising deferred (update-delay) for 3 s: waiting for End-of-RIB from 1 neighbor(s), 1 not up (waited for until 5 s), 0 loaded; advertising starts at 120 s at the latest\n"
+        ));
         let want = "\
 Threading mode: RIB sharding (2 shards) + update threading (2 threads)
 Groups: 1 Peers: 2 Down peers: 1

@@ -33,6 +33,20 @@ impl Default for UpdateDelay {
     }
 }
 
+/// The deferral under way, as an operator sees it (`show bgp summary`).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DeferralStatus {
+    pub seconds: f64,
+    pub max_delay: Duration,
+    pub establish_wait: Duration,
+    /// Established and sending their tables (End-of-RIB not in yet).
+    pub neighbors_loading: usize,
+    /// Configured, not Established.
+    pub neighbors_not_up: usize,
+    /// Established with End-of-RIB in (or not doing graceful restart).
+    pub neighbors_loaded: usize,
+}
+
 /// Why the deferral ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum DeferralEnd {
@@ -130,13 +144,27 @@ impl Deferral {
         (elapsed >= self.bounds.max_delay).then_some(DeferralEnd::MaxDelay)
     }
 
-    /// Logs the end (what was waited for, for how long).
-    pub(super) fn log_end(&self, why: DeferralEnd) {
-        let not_up = self
-            .expected
+    pub(super) fn status(&self) -> DeferralStatus {
+        DeferralStatus {
+            seconds: self.started.elapsed().as_secs_f64(),
+            max_delay: self.bounds.max_delay,
+            establish_wait: self.bounds.establish_wait,
+            neighbors_loading: self.loading.len(),
+            neighbors_not_up: self.not_up(),
+            neighbors_loaded: self.loaded.len(),
+        }
+    }
+
+    fn not_up(&self) -> usize {
+        self.expected
             .iter()
             .filter(|p| !self.loaded.contains(p) && !self.loading.contains(p))
-            .count();
+            .count()
+    }
+
+    /// Logs the end (what was waited for, for how long).
+    pub(super) fn log_end(&self, why: DeferralEnd) {
+        let not_up = self.not_up();
         let after_ms = self.started.elapsed().as_millis() as u64;
         let (loaded, loading) = (self.loaded.len(), self.loading.len());
         if why == DeferralEnd::MaxDelay {

@@ -39,7 +39,7 @@ mod shard_thread;
 mod update_thread;
 
 pub use batcher::Batcher;
-pub use deferral::{DeferralEnd, UpdateDelay};
+pub use deferral::{DeferralEnd, DeferralStatus, UpdateDelay};
 pub use lanes::{reserve, Lanes};
 pub use messages::{
     Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
@@ -210,6 +210,13 @@ impl Pipeline {
     /// Whether advertising still waits for neighbors' tables (start-up deferral).
     pub fn deferring(&self) -> bool {
         lock(&self.deferral).is_some()
+    }
+
+    /// The start-up deferral under way, if any.
+    pub fn deferral_status(&self) -> Option<DeferralStatus> {
+        lock(&self.deferral)
+            .as_ref()
+            .map(deferral::Deferral::status)
     }
 
     /// A neighbor reached Established during the start-up deferral; `graceful_restart`: it
