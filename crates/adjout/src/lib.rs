@@ -233,11 +233,6 @@ impl HeldDump {
     fn held(&self) -> usize {
         self.parts.iter().map(VecDeque::len).sum()
     }
-
-    /// Everything, in dump order (the dump is cut short: something else goes first).
-    fn all(self) -> Vec<Entry> {
-        in_order(self.parts.into_iter().flatten().collect())
-    }
 }
 
 fn in_order(mut v: Vec<(DumpKey, Entry)>) -> Vec<Entry> {
@@ -638,13 +633,8 @@ impl UpdateGroup {
     /// them if it still dumps under the token they were walked for (a later dump sends the
     /// table again).
     pub fn send_held_dump(&mut self) {
-        if let Some(h) = self.held_dump.take() {
-            let members = h.members.clone();
-            let entries = h.all();
-            if !entries.is_empty() {
-                self.dump_now(&members, &entries);
-            }
-        }
+        self.send_held_parts();
+        self.held_dump = None;
     }
 
     /// Encodes dump entries once for all these members, except that a member gets its own

@@ -15,6 +15,10 @@ fn errors(text: &str) -> Vec<(Option<usize>, String, ErrorKind)> {
 
 const HEAD: &str = "[bgp]\nlocal-as = 65000\nrouter-id = \"192.0.2.1\"\n";
 
+/// One external group with one neighbor: the least a configuration needs besides `[bgp]`.
+const ONE_NEIGHBOR: &str = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
+                            [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
+
 #[test]
 fn the_example_loads() {
     let c = load_str(EXAMPLE).unwrap();
@@ -124,10 +128,8 @@ fn default_threads_follow_the_cores() {
     assert_eq!(default_threads(4), (2, 1));
     assert_eq!(default_threads(8), (5, 2));
     assert_eq!(default_threads(64), (61, 2));
-    let one = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
-               [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
     let c = load_str(&format!(
-        "{HEAD}[bgp.rib-sharding]\nnumber-of-shards = 4\n{one}"
+        "{HEAD}[bgp.rib-sharding]\nnumber-of-shards = 4\n{ONE_NEIGHBOR}"
     ))
     .unwrap();
     assert_eq!(c.threading.shards, 4);
@@ -136,7 +138,7 @@ fn default_threads_follow_the_cores() {
         "shards need update threads"
     );
     let c = load_str(&format!(
-        "{HEAD}[bgp.update-threading]\nnumber-of-threads = 0\n{one}"
+        "{HEAD}[bgp.update-threading]\nnumber-of-threads = 0\n{ONE_NEIGHBOR}"
     ))
     .unwrap();
     assert_eq!((c.threading.shards, c.threading.update_threads), (1, 0));
@@ -144,24 +146,27 @@ fn default_threads_follow_the_cores() {
 
 #[test]
 fn update_delay_settings_and_errors() {
-    let one = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n\
-               [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n";
-    let c = load_str(&format!("{HEAD}[bgp.update-delay]\nmax-delay = 0\n{one}")).unwrap();
+    let c = load_str(&format!(
+        "{HEAD}[bgp.update-delay]\nmax-delay = 0\n{ONE_NEIGHBOR}"
+    ))
+    .unwrap();
     assert_eq!(c.update_delay, None, "0 turns it off");
     let c = load_str(&format!(
-        "{HEAD}[bgp.update-delay]\nmax-delay = 30\nestablish-wait = 2\n{one}"
+        "{HEAD}[bgp.update-delay]\nmax-delay = 30\nestablish-wait = 2\n{ONE_NEIGHBOR}"
     ))
     .unwrap();
     let d = c.update_delay.unwrap();
     assert_eq!((d.max_delay.as_secs(), d.establish_wait.as_secs()), (30, 2));
     let e = errors(&format!(
-        "{HEAD}[bgp.update-delay]\nmax-delay = 10\nestablish-wait = 20\n{one}"
+        "{HEAD}[bgp.update-delay]\nmax-delay = 10\nestablish-wait = 20\n{ONE_NEIGHBOR}"
     ));
     assert_eq!(
         (e[0].0, e[0].1.as_str()),
         (Some(6), "bgp.update-delay.establish-wait")
     );
-    let e = errors(&format!("{HEAD}[bgp.update-delay]\nmax-dely = 10\n{one}"));
+    let e = errors(&format!(
+        "{HEAD}[bgp.update-delay]\nmax-dely = 10\n{ONE_NEIGHBOR}"
+    ));
     assert!(
         matches!(&e[0].2, ErrorKind::UnknownKey(m) if m.contains("did you mean `max-delay`")),
         "{e:?}"

@@ -207,12 +207,8 @@ impl Pipeline {
         })
     }
 
-    /// Whether advertising still waits for neighbors' tables (start-up deferral).
-    pub fn deferring(&self) -> bool {
-        lock(&self.deferral).is_some()
-    }
-
-    /// The start-up deferral under way, if any.
+    /// The start-up deferral under way, if any (advertising still waits for neighbors'
+    /// tables).
     pub fn deferral_status(&self) -> Option<DeferralStatus> {
         lock(&self.deferral)
             .as_ref()

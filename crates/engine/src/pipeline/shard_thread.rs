@@ -752,7 +752,7 @@ impl ShardWorker {
                         keys.push(set.key);
                     }
                 }
-                budget -= take.max(1).min(budget);
+                budget = budget.saturating_sub(take.max(1));
                 if d.at.1 + take >= set.len as usize {
                     d.at = (d.at.0 + 1, 0);
                 } else {

@@ -157,14 +157,12 @@ impl UpdateWorker {
             | ToUpdate::Dump { group, .. }
             | ToUpdate::DumpEnd { group, .. } => self.pack_group(*group),
             // Not a table dump's held parts: each shard passes a barrier only once its walks
-            // are done, so after the last one every dump has ended and gone out.
-            ToUpdate::Marker { .. } | ToUpdate::Barrier(_) => self.pack_held(true),
-            ToUpdate::Surrender(_) | ToUpdate::Stop => {
-                self.pack_held(true);
-                self.groups
-                    .values_mut()
-                    .for_each(UpdateGroup::send_held_dump);
-            }
+            // are done, so after the last one every dump has ended and gone out (a surrender
+            // sends them in `into_groups`).
+            ToUpdate::Marker { .. }
+            | ToUpdate::Barrier(_)
+            | ToUpdate::Surrender(_)
+            | ToUpdate::Stop => self.pack_held(true),
         }
         match msg {
             ToUpdate::Join {

@@ -637,15 +637,6 @@ impl Shard {
         self.dests.get(prefix)?.reported_path()
     }
 
-    /// Every prefix with a reported best path (for table dumps; see [`Shard::reported`]).
-    pub fn reported_prefixes(&self) -> Vec<Prefix> {
-        self.dests
-            .iter()
-            .filter(|(_, d)| d.flags & REPORTED != 0)
-            .map(|(p, _)| p)
-            .collect()
-    }
-
     /// Every prefix with a reported best path, grouped by that path's attribute set and
     /// source, the groups in [`DumpKey`] order: the order a table dump walks them. Every
     /// shard orders alike, so an update group can merge the shards' walks into one in which
