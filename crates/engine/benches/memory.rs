@@ -145,7 +145,7 @@ fn breakdown() -> Vec<(&'static str, isize)> {
     for (i, s) in order.sets.iter().enumerate() {
         let src = shard.peer(s.key.1);
         if let Some(p) = order.prefixes_of(i, 0).first() {
-            drop(cache.get(&spec, &src, s.key.1, &s.attrs, p.family()));
+            drop(cache.get(&spec, &src, s.key.1, &s.attrs, p));
         }
     }
     parts.push(("one update group's export cache", live() - at));

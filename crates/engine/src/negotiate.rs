@@ -1,10 +1,12 @@
 //! What we offer in OPEN, and what a session gets from both OPENs (RFC 5492 capabilities,
 //! RFC 4271 section 6.2 checks, RFC 9234 roles).
 
+use ribshard_policy::Chain;
 use ribshard_wire::notification::{code, open as sub, Notification};
 use ribshard_wire::open::{cap, role, AddPathFamily, Capability, GracefulRestartFamily};
 use ribshard_wire::{Family, Open, SessionParams};
 use std::net::{IpAddr, Ipv4Addr};
+use std::sync::Arc;
 
 /// Everything a session needs to know about its neighbor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -50,10 +52,10 @@ impl PeerSettings {
 pub struct Routing {
     /// The configured group (update groups never span configured groups).
     pub group: String,
-    /// Import policy: accept (true) or reject (false) everything.
-    pub import_accept: bool,
-    /// Export policy: advertise (true) or nothing (false).
-    pub export_accept: bool,
+    /// Import policy.
+    pub import: Arc<Chain>,
+    /// Export policy.
+    pub export: Arc<Chain>,
     /// Route reflection: the neighbor is our client in this cluster (RFC 4456).
     pub cluster: Option<Ipv4Addr>,
     /// Every cluster id we use, for CLUSTER_LIST loop detection.
@@ -77,8 +79,8 @@ impl Default for Routing {
     fn default() -> Self {
         Routing {
             group: String::new(),
-            import_accept: true,
-            export_accept: false,
+            import: Arc::new(Chain::accept_all()),
+            export: Arc::new(Chain::reject_all()),
             cluster: None,
             cluster_ids: Vec::new(),
             route_server_client: false,

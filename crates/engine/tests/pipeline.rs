@@ -113,7 +113,6 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
             address: u128::from(0x7f00_0100 + m as u32),
             local_as: LOCAL_AS,
             peer_as: MEMBERS[m].2,
-            import_accept: true,
             rr_cluster: None,
             rs_client: MEMBERS[m].1 == GroupKind::RouteServer,
         };
@@ -154,7 +153,6 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
                 address: u128::from(0x7f00_0200 + k as u32),
                 local_as: LOCAL_AS,
                 peer_as: MEMBERS[0].2,
-                import_accept: true,
                 rr_cluster: None,
                 rs_client: false,
             };
@@ -585,7 +583,6 @@ fn members_joining_together_get_the_whole_table() {
             address: u128::from(0x7f00_0100 + peer),
             local_as: LOCAL_AS,
             peer_as: 65010,
-            import_accept: true,
             rr_cluster: None,
             rs_client: false,
         };

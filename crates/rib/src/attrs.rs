@@ -71,6 +71,9 @@ pub struct RouteAttrs {
     /// False when the path loops (our AS, our ORIGINATOR_ID or cluster id): it stays in the
     /// Adj-RIB-In but is never eligible.
     pub loop_free: bool,
+    /// The set as received, when this one is what import policy made of it: the Adj-RIB-In
+    /// is kept before policy, so a policy change can be applied again to what was received.
+    pub received: Option<Arc<RouteAttrs>>,
 }
 
 impl PartialEq for RouteAttrs {
@@ -132,6 +135,7 @@ impl RouteAttrs {
             originator_id: None,
             cluster_list_len: 0,
             loop_free: true,
+            received: None,
         };
         let n = usize::from(a.key.first().copied().unwrap_or(0));
         let Ok(p) = parse_attributes_only(a.key.get(1 + n..).unwrap_or(&[]), &NORMALIZED) else {
@@ -175,6 +179,29 @@ impl RouteAttrs {
         a
     }
 
+    /// A set import policy made of `received`: its own decision inputs, but a loop is judged
+    /// on what was received (a policy prepending our AS does not make a path loop).
+    pub fn derived(key: Box<[u8]>, received: &Arc<RouteAttrs>) -> RouteAttrs {
+        let mut a = RouteAttrs::from_key(key, &LoopChecks::default());
+        a.loop_free = received.loop_free;
+        a.received = Some(received.clone());
+        a
+    }
+
+    /// The set as received (itself, unless import policy changed it).
+    pub fn as_received(self: &Arc<Self>) -> &Arc<RouteAttrs> {
+        self.received.as_ref().unwrap_or(self)
+    }
+
+    /// A next hop import policy set to `reject` or `discard` (Junos): no address, one octet.
+    pub fn next_hop_action(&self) -> Option<NextHopAction> {
+        match self.next_hop() {
+            [NH_REJECT] => Some(NextHopAction::Reject),
+            [NH_DISCARD] => Some(NextHopAction::Discard),
+            _ => None,
+        }
+    }
+
     /// Builds a set from the owned model (tests, locally originated routes).
     pub fn from_attributes(attrs: &PathAttributes, next_hop: &[u8], checks: &LoopChecks) -> Self {
         let mut key = Vec::with_capacity(64);
@@ -189,7 +216,21 @@ impl RouteAttrs {
     }
 }
 
-fn push_next_hop(key: &mut Vec<u8>, next_hop: &[u8]) {
+/// The one-octet next hops import policy's `next-hop reject` and `discard` leave in a set's
+/// key (a received next hop has 4, 16 or 32 octets).
+pub const NH_REJECT: u8 = 0;
+pub const NH_DISCARD: u8 = 1;
+
+/// Where traffic for a path whose next hop import policy replaced goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NextHopAction {
+    /// Dropped, with an ICMP unreachable.
+    Reject,
+    /// Dropped silently.
+    Discard,
+}
+
+pub(crate) fn push_next_hop(key: &mut Vec<u8>, next_hop: &[u8]) {
     let nh = next_hop.get(..32).unwrap_or(next_hop);
     key.push(nh.len() as u8);
     key.extend_from_slice(nh);

@@ -19,21 +19,28 @@
 //! carrying Only to Customer (OTC) does not go to providers, peers or route servers, and
 //! towards customers, peers and route server clients a path without OTC gets our AS as OTC.
 //!
+//! Export policy (`ribshard_policy`) runs first, on the path as the Loc-RIB holds it; its
+//! changes are kept where the rules above would drop them when it set them explicitly
+//! (`metric` towards eBGP peers, `local-preference` towards iBGP ones, `next-hop`), and
+//! its `as-path-prepend` comes after the AS we prepend ourselves.
+//!
 //! Everywhere: unrecognized non-transitive attributes are dropped and unrecognized transitive
 //! ones get the Partial bit (RFC 4271 section 5); towards a 2-octet AS speaker, AS4_PATH and
 //! AS4_AGGREGATOR carry what AS_TRANS hides (RFC 6793 section 4.2.2).
 
 use crate::attrs::RouteAttrs;
+use crate::import::next_hop_bytes;
 use crate::shard::{PeerIndex, PeerInfo};
+use ribshard_policy::{ApplyContext, Chain, Modified, NextHopSet, Source, Subject, Trace, Verdict};
 use ribshard_wire::attr::{self, flags};
 use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
 use ribshard_wire::update::segment;
-use ribshard_wire::{Family, SessionParams};
+use ribshard_wire::{Family, Prefix, SessionParams};
 // foldhash (hashbrown's default), as in the shard: keys are our own pointers and encodings,
 // and SipHash showed in profiles of table dumps.
 use hashbrown::HashMap;
 use std::hash::{Hash, Hasher};
-use std::net::{Ipv4Addr, Ipv6Addr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 /// What kind of peers an update group holds.
@@ -59,7 +66,8 @@ pub struct GroupSpec {
     /// in the AS_PATH after the local AS (Junos' default; `None` with `no-prepend-global-as`
     /// and without `local-as`).
     pub global_as: Option<u32>,
-    /// The members' AS (one per update group for external groups).
+    /// The members' AS (one per update group for external groups, and for route server
+    /// groups whose export policy reads it: `route-server-control`).
     pub peer_as: u32,
     pub router_id: Ipv4Addr,
     /// Advertise ourselves as next hop (the default for external groups, RFC 4271 section
@@ -68,8 +76,8 @@ pub struct GroupSpec {
     /// Our addresses on the members' sessions, for next-hop-self.
     pub local_v4: Option<Ipv4Addr>,
     pub local_v6: Option<Ipv6Addr>,
-    /// Export policy: everything (true) or nothing (false).
-    pub export_accept: bool,
+    /// Export policy.
+    pub export: Arc<Chain>,
     /// How the members' sessions encode UPDATEs (AS width, message size, Add-Path send).
     pub params: SessionParams,
     /// Families negotiated with the members, per [`Family::index`].
@@ -98,14 +106,54 @@ impl Hash for Exported {
     }
 }
 
+/// The neighbor a path came from, as policy sees it.
+pub fn source_of(src: &PeerInfo) -> Source {
+    let v6 = Ipv6Addr::from(src.address);
+    Source {
+        address: v6.to_ipv4_mapped().map_or(IpAddr::V6(v6), IpAddr::V4),
+        peer_as: src.peer_as,
+        internal: !src.ebgp,
+    }
+}
+
+/// The route as the group's export policy looks at it.
+fn subject<'a>(
+    spec: &GroupSpec,
+    source: &'a Source,
+    attrs: &'a RouteAttrs,
+    prefix: &Prefix,
+) -> Subject<'a> {
+    Subject {
+        prefix: prefix.masked(),
+        attrs: attrs.raw(),
+        next_hop: attrs.next_hop(),
+        source,
+        receiver_as: (spec.peer_as != 0).then_some(spec.peer_as),
+    }
+}
+
 /// Computes what a group advertises for a path; `None` if the group must not get it.
 pub fn export(
     spec: &GroupSpec,
     src: &PeerInfo,
     attrs: &RouteAttrs,
-    family: Family,
+    prefix: &Prefix,
 ) -> Option<Exported> {
-    if !spec.export_accept || spec.families.get(family.index()) != Some(&true) {
+    let source = source_of(src);
+    let v = spec.export.evaluate(&subject(spec, &source, attrs, prefix));
+    export_verdict(spec, src, attrs, prefix, &v)
+}
+
+/// [`export`] with the export policy's verdict for the path already known.
+fn export_verdict(
+    spec: &GroupSpec,
+    src: &PeerInfo,
+    attrs: &RouteAttrs,
+    prefix: &Prefix,
+    v: &Verdict,
+) -> Option<Exported> {
+    let family = prefix.family();
+    if !v.accept || spec.families.get(family.index()) != Some(&true) {
         return None;
     }
     let from_ibgp = !src.ebgp;
@@ -123,7 +171,29 @@ pub fn export(
         }
         GroupKind::RouteServer => {}
     }
-    let mut a = attrs.attributes();
+    let m = if v.trace.is_empty() {
+        Modified {
+            attrs: attrs.attributes(),
+            ..Modified::default()
+        }
+    } else {
+        let source = source_of(src);
+        spec.export.apply(
+            v,
+            &subject(spec, &source, attrs, prefix),
+            attrs.attributes(),
+            &ApplyContext {
+                own_as: spec.local_as,
+            },
+        )
+    };
+    let Modified {
+        attrs: mut a,
+        next_hop: policy_next_hop,
+        // A LOCAL_PREF the policy set is in `a`, which internal groups send.
+        local_pref_set: _,
+        med_set,
+    } = m;
     a.remove(attr::MP_REACH_NLRI);
     a.remove(attr::MP_UNREACH_NLRI);
     a.remove(attr::AS4_PATH);
@@ -153,7 +223,9 @@ pub fn export(
             }
             prepend(&mut a, spec.local_as);
             a.remove(attr::LOCAL_PREF);
-            a.remove(attr::MULTI_EXIT_DISC);
+            if !med_set {
+                a.remove(attr::MULTI_EXIT_DISC);
+            }
             a.remove(attr::ORIGINATOR_ID);
             a.remove(attr::CLUSTER_LIST);
         }
@@ -164,11 +236,9 @@ pub fn export(
             next_hop_self = false;
         }
         GroupKind::Internal { client_cluster } => {
-            let lp = if src.ebgp {
-                100
-            } else {
-                attrs.local_pref.unwrap_or(100)
-            };
+            // From an eBGP peer the set has no LOCAL_PREF but what import policy put there
+            // (RFC 7606 section 7.5 discards a received one).
+            let lp = a.local_pref().unwrap_or(100);
             a.set(AttrValue::LocalPref(lp));
             if from_ibgp {
                 // Reflection (RFC 4456 section 8). The cluster is the client's when the path
@@ -188,7 +258,19 @@ pub fn export(
             }
         }
     }
-    let received = attrs.next_hop();
+    let set_next_hop: Option<Vec<u8>> = match policy_next_hop {
+        None => None,
+        Some(NextHopSet::OurAddress | NextHopSet::Reject | NextHopSet::Discard) => {
+            next_hop_self = true;
+            None
+        }
+        Some(NextHopSet::Address(x)) => next_hop_bytes(x, family),
+        Some(NextHopSet::PeerAddress) => next_hop_bytes(source_of(src).address, family),
+    };
+    if set_next_hop.is_some() {
+        next_hop_self = false;
+    }
+    let received = set_next_hop.as_deref().unwrap_or(attrs.next_hop());
     let mp_next_hop: Box<[u8]> = match family {
         Family::Ipv4Unicast => {
             let nh = if next_hop_self {
@@ -208,7 +290,7 @@ pub fn export(
                     .local_v6
                     .unwrap_or_else(|| spec.local_v4.unwrap_or(spec.router_id).to_ipv6_mapped());
                 Box::new(v6.octets())
-            } else if spec.kind == GroupKind::RouteServer || from_ibgp {
+            } else if spec.kind == GroupKind::RouteServer || from_ibgp || set_next_hop.is_some() {
                 received.into()
             } else {
                 // A link-local next hop means nothing beyond its link: keep the global one.
@@ -246,21 +328,9 @@ fn only_to_customer(a: &mut PathAttributes, role: u8, local_as: u32) -> bool {
     true
 }
 
-/// Prepends an AS to AS_PATH (RFC 4271 section 5.1.2).
 /// Puts an AS at the front of the AS_PATH (RFC 4271 section 5.1.2), creating one if absent.
 pub(crate) fn prepend(a: &mut PathAttributes, asn: u32) {
-    let mut path = a.as_path().cloned().unwrap_or_default();
-    match path.segments.first_mut() {
-        Some(s) if s.kind == segment::AS_SEQUENCE && s.asns.len() < 255 => s.asns.insert(0, asn),
-        _ => path.segments.insert(
-            0,
-            AsSegment {
-                kind: segment::AS_SEQUENCE,
-                asns: vec![asn],
-            },
-        ),
-    }
-    a.set(AttrValue::AsPath(path));
+    ribshard_policy::prepend_as(a, asn);
 }
 
 /// Towards a 2-octet AS speaker: AS4_PATH and AS4_AGGREGATOR when a 4-octet ASN would be
@@ -295,6 +365,9 @@ pub struct ExportCache {
     /// Keyed by the source set's address; the value holds the set, so the address cannot be
     /// reused while the entry exists.
     by_source: HashMap<(usize, PeerIndex), CacheEntry>,
+    /// With an export policy that reads the prefix: by source set, source peer, family and
+    /// the terms whose actions applied.
+    by_trace: HashMap<(usize, PeerIndex, Family, Trace), CacheEntry>,
     interned: HashMap<Arc<Exported>, ()>,
     sweep_at: usize,
 }
@@ -306,41 +379,63 @@ impl ExportCache {
         src: &PeerInfo,
         peer: PeerIndex,
         attrs: &Arc<RouteAttrs>,
-        family: Family,
+        prefix: &Prefix,
     ) -> Option<Arc<Exported>> {
-        let key = (Arc::as_ptr(attrs) as usize, peer);
-        if let Some((_, e)) = self.by_source.get(&key) {
+        let family = prefix.family();
+        let ptr = Arc::as_ptr(attrs) as usize;
+        if self.by_source.len() + self.by_trace.len() >= self.sweep_at.max(4096) {
+            self.sweep();
+        }
+        if spec.export.reads_prefix() {
+            // The verdict first (no allocation), then the result per trace.
+            let source = source_of(src);
+            let v = spec.export.evaluate(&subject(spec, &source, attrs, prefix));
+            if !v.accept {
+                return None;
+            }
+            let key = (ptr, peer, family, v.trace);
+            if let Some((_, e)) = self.by_trace.get(&key) {
+                return e.clone();
+            }
+            let e = export_verdict(spec, src, attrs, prefix, &v).map(|e| self.intern(e));
+            self.by_trace.insert(key, (attrs.clone(), e.clone()));
+            return e;
+        }
+        if let Some((_, e)) = self.by_source.get(&(ptr, peer)) {
             if e.as_ref().is_none_or(|e| e.family == family) {
                 return e.clone();
             }
         }
-        if self.by_source.len() >= self.sweep_at.max(4096) {
-            self.sweep();
-        }
-        let e = export(spec, src, attrs, family).map(|e| match self.interned.get_key_value(&e) {
+        let e = export(spec, src, attrs, prefix).map(|e| self.intern(e));
+        self.by_source
+            .insert((ptr, peer), (attrs.clone(), e.clone()));
+        e
+    }
+
+    fn intern(&mut self, e: Exported) -> Arc<Exported> {
+        match self.interned.get_key_value(&e) {
             Some((k, _)) => k.clone(),
             None => {
                 let a = Arc::new(e);
                 self.interned.insert(a.clone(), ());
                 a
             }
-        });
-        self.by_source.insert(key, (attrs.clone(), e.clone()));
-        e
+        }
     }
 
     /// Forgets results whose source set no path holds any more.
     pub fn sweep(&mut self) {
         self.by_source.retain(|_, (a, _)| Arc::strong_count(a) > 1);
+        self.by_trace.retain(|_, (a, _)| Arc::strong_count(a) > 1);
         self.interned.retain(|e, _| Arc::strong_count(e) > 1);
-        self.sweep_at = self.by_source.len() * 2;
+        self.sweep_at = (self.by_source.len() + self.by_trace.len()) * 2;
     }
 
     pub fn len(&self) -> usize {
-        self.by_source.len()
+        self.by_source.len() + self.by_trace.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.by_source.is_empty()
+        self.len() == 0
     }
 }

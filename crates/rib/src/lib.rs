@@ -12,6 +12,7 @@ pub mod attrs;
 pub mod clock;
 pub mod decision;
 pub mod export;
+pub mod import;
 mod prefix_map;
 pub mod shard;
 
@@ -19,7 +20,8 @@ pub use attrs::{Ingress, Interner, LoopChecks, RouteAttrs};
 pub use decision::{
     best_path, compare, deciding_step, multipath_equal, Candidate, Multipath, Options, Step,
 };
-pub use export::{export, ExportCache, Exported, GroupKind, GroupSpec};
+pub use export::{export, source_of, ExportCache, Exported, GroupKind, GroupSpec};
+pub use import::Import;
 pub use shard::{
     shard_of, Change, DumpKey, DumpOrder, DumpSet, FamilyCounts, Ineligible, Path, PathFilter,
     PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp,

@@ -8,7 +8,7 @@ use common::params;
 use ribshard_rib::attrs::Interner;
 use ribshard_rib::{export, GroupKind, GroupSpec, Ingress, LoopChecks, PeerInfo, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{parse_update, Family, Origin, UpdateBuilder};
+use ribshard_wire::{parse_update, Origin, UpdateBuilder};
 use std::net::Ipv4Addr;
 
 const GLOBAL: u32 = 65000;
@@ -32,7 +32,7 @@ fn spec(global_as: Option<u32>) -> GroupSpec {
         next_hop_self: true,
         local_v4: Some(Ipv4Addr::new(192, 0, 2, 1)),
         local_v6: None,
-        export_accept: true,
+        export: std::sync::Arc::new(ribshard_policy::Chain::accept_all()),
         params: params(),
         families: [true, true],
         role: None,
@@ -56,11 +56,10 @@ fn sent(spec: &GroupSpec) -> Vec<u32> {
         address: 7,
         local_as: GLOBAL,
         peer_as: 65001,
-        import_accept: true,
         rr_cluster: None,
         rs_client: false,
     };
-    let e = export(spec, &src, &a, Family::Ipv4Unicast).unwrap();
+    let e = export(spec, &src, &a, &common::prefix()).unwrap();
     // Decode what the group would send.
     let msg = common::update_for(&e.attrs, &e.mp_next_hop);
     let u = parse_update(&msg[19..], &params()).unwrap();

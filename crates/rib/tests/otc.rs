@@ -9,7 +9,7 @@ use ribshard_rib::attrs::Interner;
 use ribshard_rib::{export, GroupKind, GroupSpec, LoopChecks, PeerInfo, RouteAttrs};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::role;
-use ribshard_wire::{parse_update, Family, Origin, UpdateBuilder};
+use ribshard_wire::{parse_update, Origin, UpdateBuilder};
 use std::net::Ipv4Addr;
 
 const LOCAL_AS: u32 = 65000;
@@ -39,7 +39,7 @@ fn spec(kind: GroupKind, role: Option<u8>) -> GroupSpec {
         next_hop_self: true,
         local_v4: None,
         local_v6: None,
-        export_accept: true,
+        export: std::sync::Arc::new(ribshard_policy::Chain::accept_all()),
         params: params(),
         families: [true, true],
         role,
@@ -53,7 +53,6 @@ fn src() -> PeerInfo {
         address: 7,
         local_as: LOCAL_AS,
         peer_as: 65001,
-        import_accept: true,
         rr_cluster: None,
         rs_client: false,
     }
@@ -62,7 +61,7 @@ fn src() -> PeerInfo {
 /// The OTC value a group would send, or `None` for "not sent at all"; `Some(None)`: sent
 /// without OTC.
 fn otc_sent(kind: GroupKind, role: Option<u8>, otc: Option<u32>) -> Option<Option<u32>> {
-    let e = export(&spec(kind, role), &src(), &attrs(otc), Family::Ipv4Unicast)?;
+    let e = export(&spec(kind, role), &src(), &attrs(otc), &common::prefix())?;
     // Decode what the group would send.
     let msg = common::update_for(&e.attrs, &e.mp_next_hop);
     let u = parse_update(&msg[19..], &params()).unwrap();

@@ -34,7 +34,6 @@ fn peer(i: u32, ebgp: bool) -> PeerInfo {
         address: u128::from(i),
         local_as: 65000,
         peer_as: 65001 + i,
-        import_accept: true,
         rr_cluster: None,
         rs_client: false,
     }
@@ -79,12 +78,13 @@ fn best_path_and_coalesced_changes() {
 #[test]
 fn import_policy_reject_hides_paths() {
     let mut s = Shard::new(Options::default());
-    s.set_peer(
+    s.set_peer(0, peer(0, true));
+    s.set_import(
         0,
-        PeerInfo {
-            import_accept: false,
-            ..peer(0, true)
-        },
+        Arc::new(ribshard_rib::Import {
+            chain: Arc::new(ribshard_policy::Chain::reject_all()),
+            ..ribshard_rib::Import::accept_all(ribshard_rib::source_of(&peer(0, true)))
+        }),
     );
     s.announce(0, &attrs(&[65001], None, None), [Nlri::new(p(1))]);
     assert!(s.drain_changes().is_empty());
@@ -208,7 +208,9 @@ proptest! {
                 let ra = &pool[*a];
                 let info = peers[*pe as usize];
                 Candidate {
-                    local_pref: if info.ebgp { 100 } else { ra.local_pref.unwrap_or(100) },
+                    // Sessions discard LOCAL_PREF from eBGP peers (RFC 7606 section 7.5): one
+                    // in a set is iBGP's or import policy's, and counts.
+                    local_pref: ra.local_pref.unwrap_or(100),
                     as_path_len: ra.as_path_len,
                     origin: ra.origin,
                     med: ra.med,
@@ -248,7 +250,7 @@ proptest! {
             for pv in &v.paths {
                 let c = &mut want[pv.path.peer as usize][0];
                 c.received += 1;
-                c.loop_free += u32::from(pv.path.attrs.loop_free);
+                c.accepted += u32::from(pv.path.accepted());
                 family.paths += 1;
                 if matches!(pv.state, PathState::Active { .. }) {
                     c.active += 1;

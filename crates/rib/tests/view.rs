@@ -23,14 +23,13 @@ fn attrs(path: &[u32], med: Option<u32>, checks: &LoopChecks) -> Arc<RouteAttrs>
     ))
 }
 
-fn peer(i: u32, import_accept: bool) -> PeerInfo {
+fn peer(i: u32) -> PeerInfo {
     PeerInfo {
         ebgp: true,
         router_id: 100 + i,
         address: u128::from(i),
         local_as: 65000,
         peer_as: 65001 + i,
-        import_accept,
         rr_cluster: None,
         rs_client: false,
     }
@@ -47,7 +46,17 @@ fn pfx(s: &str) -> Prefix {
 fn shard() -> Shard {
     let mut s = Shard::new(Options::default());
     for i in 0..4 {
-        s.set_peer(i, peer(i, i != 3));
+        s.set_peer(i, peer(i));
+        if i == 3 {
+            let info = peer(i);
+            s.set_import(
+                i,
+                std::sync::Arc::new(ribshard_rib::Import {
+                    chain: std::sync::Arc::new(ribshard_policy::Chain::reject_all()),
+                    ..ribshard_rib::Import::accept_all(ribshard_rib::source_of(&info))
+                }),
+            );
+        }
     }
     s
 }
@@ -143,7 +152,7 @@ fn a_route_names_why_each_path_lost() {
     assert_eq!(from1.paths[0].path.peer, 1);
     // Counts: peer 1 has two paths, one loop-free, none active.
     let c = s.peer_counts()[1][0];
-    assert_eq!((c.received, c.loop_free, c.active), (2, 1, 0));
+    assert_eq!((c.received, c.accepted, c.active), (2, 1, 0));
     assert_eq!(s.peer_counts()[0][0].active, 1);
 }
 

@@ -57,15 +57,10 @@ impl Pipeline {
                         .map(|c| u64::from(pick(c)))
                         .sum()
                 };
-                let loop_free = c(|c| c.loop_free);
                 FamilyPrefixes {
                     table: routes::table_name(*f).into(),
                     received: c(|c| c.received),
-                    accepted: if s.routing.import_accept {
-                        loop_free
-                    } else {
-                        0
-                    },
+                    accepted: c(|c| c.accepted),
                     active: c(|c| c.active),
                     // Nothing is advertised to a session that is not up.
                     advertised: st.group.as_ref().map_or(Some(0), |g| {

@@ -5,6 +5,7 @@
 
 use super::schema::{self, Raw};
 use super::ErrorKind;
+use ribshard_policy::definition as policy;
 use serde::de::{self, Deserialize, Visitor};
 use std::ops::Range;
 
@@ -281,6 +282,17 @@ fn table_of(path: &str) -> &'static str {
         ["bgp", "multipath"] => "[bgp.multipath]",
         ["bgp", "update-delay"] => "[bgp.update-delay]",
         ["management"] => "[management]",
+        ["policy-options"] => "[policy-options]",
+        ["policy-options", "prefix-list", _] => "[policy-options.prefix-list.NAME]",
+        ["policy-options", "community", _] => "[policy-options.community.NAME]",
+        ["policy-options", "as-path-group", _] => "[policy-options.as-path-group.NAME]",
+        ["policy-options", "route-server-control"] => "[policy-options.route-server-control]",
+        ["policy-options", "policy-statement", _] => "[policy-options.policy-statement.NAME]",
+        ["policy-options", "policy-statement", _, "term"] => {
+            "[[policy-options.policy-statement.NAME.term]]"
+        }
+        [.., "from"] => "from",
+        [.., "then"] => "then",
         [.., "prefix-limit"] => "prefix-limit",
         [.., "prefix-limit", _] => "prefix-limit.inet-unicast / inet6-unicast",
         _ => "",
@@ -290,7 +302,34 @@ fn table_of(path: &str) -> &'static str {
 type Fields = fn() -> &'static [&'static str];
 
 /// Every table of the configuration and its keys, read from the schema itself.
-const TABLES: [(&str, Fields); 12] = [
+const TABLES: [(&str, Fields); 21] = [
+    ("[policy-options]", fields_of::<policy::PolicyOptions>),
+    (
+        "[policy-options.prefix-list.NAME]",
+        fields_of::<policy::PrefixListDef>,
+    ),
+    (
+        "[policy-options.community.NAME]",
+        fields_of::<policy::CommunityDef>,
+    ),
+    (
+        "[policy-options.as-path-group.NAME]",
+        fields_of::<policy::AsPathGroupDef>,
+    ),
+    (
+        "[policy-options.route-server-control]",
+        fields_of::<policy::RouteServerControlDef>,
+    ),
+    (
+        "[policy-options.policy-statement.NAME]",
+        fields_of::<policy::StatementDef>,
+    ),
+    (
+        "[[policy-options.policy-statement.NAME.term]]",
+        fields_of::<policy::TermDef>,
+    ),
+    ("from", fields_of::<policy::FromDef>),
+    ("then", fields_of::<policy::ThenDef>),
     ("the top level", fields_of::<Raw>),
     ("[bgp]", fields_of::<schema::Bgp>),
     ("[[bgp.group]]", fields_of::<schema::Group>),

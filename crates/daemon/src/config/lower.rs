@@ -5,6 +5,8 @@ use super::{Config, GroupType, Peer};
 use ribshard_engine::negotiate::Routing;
 use ribshard_engine::pipeline::PipelineConfig;
 use ribshard_engine::PeerSettings;
+use ribshard_policy::Chain;
+use std::sync::Arc;
 
 /// The session settings of a neighbor.
 pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
@@ -36,8 +38,8 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
             .unwrap_or_else(|| format!("{} in group {}", p.address, p.group)),
         routing: Routing {
             group: p.group.clone(),
-            import_accept: accepts(&p.import),
-            export_accept: accepts(&p.export),
+            import: Arc::new(chain(c, p, &p.import)),
+            export: Arc::new(chain(c, p, &p.export)),
             cluster: p.cluster,
             cluster_ids: c
                 .peers
@@ -55,17 +57,15 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
     }
 }
 
-/// Evaluates a policy chain of the built-in policies: the first of "accept" and "reject"
-/// decides; an empty chain rejects.
-fn accepts(chain: &[String]) -> bool {
-    chain
-        .iter()
-        .find_map(|p| match p.as_str() {
-            "accept" => Some(true),
-            "reject" => Some(false),
-            _ => None,
-        })
-        .unwrap_or(false)
+/// A neighbor's chain of policies. Falling off its end does what BGP does without policy:
+/// internal sessions accept (Junos's default), external ones refuse (RFC 8212 section 2).
+fn chain(c: &Config, p: &Peer, names: &[String]) -> Chain {
+    let default_accept = p.group_type == GroupType::Internal;
+    c.policies
+        .0
+        .chain(names, default_accept, p.local_as)
+        // Names are checked when the file is read; this is never reached.
+        .unwrap_or_else(|_| Chain::reject_all())
 }
 
 /// The pipeline's threads as configured: 0 shards is one RIB thread.

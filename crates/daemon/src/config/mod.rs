@@ -48,6 +48,8 @@ pub enum ErrorKind {
     NoNeighbors,
     #[error("{address} port {port} is our own listen address (bgp.listen): the session would be with ourselves")]
     OwnListenAddress { address: IpAddr, port: u16 },
+    #[error("{0}")]
+    Policy(ribshard_policy::PolicyError),
 }
 
 /// What loads but will not work as written, on this host at least.
@@ -57,6 +59,8 @@ pub enum WarningKind {
     NotLocal { address: IpAddr },
     #[error("{threads} threads for {cpus} logical CPUs: threads beyond the CPUs only take turns (see `ribshard advise`)")]
     MoreThreadsThanCpus { threads: u32, cpus: usize },
+    #[error("{0}")]
+    Policy(ribshard_policy::PolicyWarning),
 }
 
 /// One finding about the configuration, located: an [`Error`] or a [`Warning`].
@@ -196,7 +200,8 @@ pub fn check(text: &str, path: &Path) -> Checked {
     // Keys are found in the text as read last: the same lines, and it parses.
     let locator = Locator::new(&collected.text);
     if let Some(raw) = collected.raw {
-        let (resolved, warned) = resolve::resolve(raw, &locator);
+        let base = path.parent().unwrap_or(Path::new("."));
+        let (resolved, warned) = resolve::resolve(raw, &locator, base);
         let line_of = |key: &str| locator.line_of_key(key);
         match resolved {
             Ok(c) => config = Some(c),

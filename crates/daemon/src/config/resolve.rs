@@ -3,8 +3,11 @@
 
 use super::schema::{self, Raw};
 use super::{ErrorKind, Locator, WarningKind};
+use ribshard_policy::Policies;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::Path;
+use std::sync::Arc;
 
 pub use ribshard_wire::Family;
 
@@ -98,13 +101,26 @@ pub struct Config {
     pub path_selection: ribshard_rib::Options,
     /// The start-up advertisement deferral; `None`: off (`max-delay = 0`).
     pub update_delay: Option<ribshard_engine::pipeline::UpdateDelay>,
+    /// `[policy-options]`, compiled.
+    pub policies: PolicyTable,
     pub peers: Vec<Peer>,
 }
+
+/// The compiled policies of a configuration: equal when every policy is defined alike
+/// (prefix-list files included).
+#[derive(Clone, Debug, Default)]
+pub struct PolicyTable(pub Arc<Policies>);
+
+impl PartialEq for PolicyTable {
+    fn eq(&self, o: &PolicyTable) -> bool {
+        self.0.fingerprints() == o.0.fingerprints()
+    }
+}
+impl Eq for PolicyTable {}
 
 type Errs = Vec<(String, ErrorKind)>;
 type Warns = Vec<(String, WarningKind)>;
 
-const BUILTIN_POLICIES: [&str; 2] = ["accept", "reject"];
 /// TCP_MD5SIG_MAXKEYLEN of Linux.
 const MAX_MD5_KEY: usize = 80;
 
@@ -144,7 +160,7 @@ fn role(name: &str) -> Option<u8> {
 
 /// Checks the settings common to `[bgp]`, groups and neighbors where they are written.
 macro_rules! check_common {
-    ($errs:expr, $at:expr, $s:expr) => {{
+    ($errs:expr, $at:expr, $s:expr, $policies:expr) => {{
         let at: &str = $at;
         let s = $s;
         for (k, v) in [("peer-as", s.peer_as), ("local-as", s.local_as)] {
@@ -190,12 +206,18 @@ macro_rules! check_common {
         }
         for (k, list) in [("import", &s.import), ("export", &s.export)] {
             for (i, p) in list.iter().flatten().enumerate() {
-                if !BUILTIN_POLICIES.contains(&p.as_str()) {
+                let policies: &Policies = $policies;
+                if !policies.defines(p) {
+                    $errs.push((
+                        format!("{at}.{k}[{i}]"),
+                        ErrorKind::Policy(ribshard_policy::PolicyError::UndefinedPolicy(p.clone())),
+                    ));
+                } else if k == "import" && p == "route-server-control" {
                     invalid(
                         $errs,
                         format!("{at}.{k}[{i}]"),
                         format!("policy \"{p}\""),
-                        "is not defined (built in: \"accept\", \"reject\")",
+                        "reads the receivers' AS: it is an export policy",
                     );
                 }
             }
@@ -320,18 +342,39 @@ fn limit(l: &Option<schema::RawPrefixLimit>) -> Option<PrefixLimit> {
     })
 }
 
-/// Every error, or the settings; and what will not work on this host either way.
-pub(super) fn resolve(raw: Raw, loc: &Locator<'_>) -> (Result<Config, Errs>, Warns) {
+/// Every error, or the settings; and what will not work on this host either way. `base`:
+/// where relative prefix-list files are, the configuration file's directory.
+pub(super) fn resolve(raw: Raw, loc: &Locator<'_>, base: &Path) -> (Result<Config, Errs>, Warns) {
     let mut warns = Warns::new();
-    (resolve_into(raw, loc, &mut warns), warns)
+    (resolve_into(raw, loc, &mut warns, base), warns)
 }
 
-fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config, Errs> {
+fn resolve_into(
+    raw: Raw,
+    loc: &Locator<'_>,
+    warns: &mut Warns,
+    base: &Path,
+) -> Result<Config, Errs> {
     let mut errs = Errs::new();
+    let read = |p: &Path| std::fs::read_to_string(base.join(p));
+    let compiled = ribshard_policy::compile(&raw.policy_options.unwrap_or_default(), &read);
+    errs.extend(
+        compiled
+            .errors
+            .into_iter()
+            .map(|(k, e)| (k, ErrorKind::Policy(e))),
+    );
+    warns.extend(
+        compiled
+            .warnings
+            .into_iter()
+            .map(|(k, w)| (k, WarningKind::Policy(w))),
+    );
+    let policies = compiled.policies;
     let Some(bgp) = raw.bgp else {
         return Err(vec![("bgp".into(), ErrorKind::Missing)]);
     };
-    check_common!(&mut errs, "bgp", &bgp);
+    check_common!(&mut errs, "bgp", &bgp, &policies);
     // `local-as` under [bgp] is our AS (checked with the common settings above).
     let local_as = match bgp.local_as {
         Some(a) => a,
@@ -472,7 +515,7 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
     for (gi, g) in bgp.group.iter().flatten().enumerate() {
         let gk = format!("bgp.group[{gi}]");
-        check_common!(&mut errs, &gk, g);
+        check_common!(&mut errs, &gk, g, &policies);
         let name = match &g.name {
             Some(n) => {
                 if let Some(first) = group_names.get(n) {
@@ -512,7 +555,7 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
         };
         for (ni, n) in g.neighbor.iter().flatten().enumerate() {
             let nk = format!("{gk}.neighbor[{ni}]");
-            check_common!(&mut errs, &nk, n);
+            check_common!(&mut errs, &nk, n, &policies);
             macro_rules! pick {
                 ($f:ident) => {
                     n.$f.clone()
@@ -678,6 +721,7 @@ fn resolve_into(raw: Raw, loc: &Locator<'_>, warns: &mut Warns) -> Result<Config
             threading,
             path_selection,
             update_delay,
+            policies: PolicyTable(Arc::new(policies)),
             peers,
         })
     } else {

@@ -43,9 +43,11 @@ macro_rules! with_peer_settings {
             /// The neighbor's TCP port. Default 179.
             pub port: Option<u16>,
             pub description: Option<String>,
-            /// Import policies, evaluated in order ("accept" and "reject" are built in).
+            /// Import policies (`policy-statement` names), evaluated in order; built in:
+            /// "accept", "reject". Default: "accept" on internal groups, "reject" on external
+            /// ones (RFC 8212). Falling off the end of a chain does the same.
             pub import: Option<Vec<String>>,
-            /// Export policies, evaluated in order.
+            /// Export policies, evaluated in order; also built in: "route-server-control".
             pub export: Option<Vec<String>>,
             /// Address families: "inet-unicast", "inet6-unicast". Default both.
             pub family: Option<Vec<String>>,
@@ -72,6 +74,8 @@ macro_rules! with_peer_settings {
 pub struct Raw {
     pub bgp: Option<Bgp>,
     pub management: Option<Management>,
+    /// Routing policy (Junos `policy-options`).
+    pub policy_options: Option<ribshard_policy::PolicyOptions>,
 }
 
 /// `[management]`: where the management API and the metrics listen.

@@ -100,6 +100,13 @@ pub enum Broadcast {
     /// The start-up deferral is over ([`super::UpdateDelay`]): the members held back join
     /// their groups and get the table.
     AdvertiseNow,
+    /// The peer's import policy, for the paths it sends from now on; with `reimport`, also
+    /// applied again to those it sent before (kept as received: no route refresh needed).
+    Import {
+        peer: PeerIndex,
+        import: Arc<ribshard_rib::Import>,
+        reimport: bool,
+    },
 }
 
 impl Broadcast {
@@ -110,7 +117,8 @@ impl Broadcast {
             | Broadcast::PeerDown { peer, .. }
             | Broadcast::RefreshBegin { peer, .. }
             | Broadcast::FlushStale { peer, .. }
-            | Broadcast::Marker { peer, .. } => Some(*peer),
+            | Broadcast::Marker { peer, .. }
+            | Broadcast::Import { peer, .. } => Some(*peer),
             Broadcast::AdvertiseNow => None,
         }
     }

@@ -407,6 +407,21 @@ impl Pipeline {
         out
     }
 
+    /// The peer's import policy for every shard (`reimport`: applied again to what it sent
+    /// before, a reload's change).
+    pub fn import_policy(
+        &self,
+        peer: PeerIndex,
+        import: Arc<ribshard_rib::Import>,
+        reimport: bool,
+    ) -> Vec<Routed> {
+        self.lanes().broadcast(Broadcast::Import {
+            peer,
+            import,
+            reimport,
+        })
+    }
+
     /// The messages that drop a peer's stale paths (End-of-RIB, restart time over).
     pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()

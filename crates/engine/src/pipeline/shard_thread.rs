@@ -425,6 +425,17 @@ impl ShardWorker {
                 let w = self.shard.walk(peer, WalkOp::RefreshBegin(families));
                 self.walks.push_back(w);
             }
+            Broadcast::Import {
+                peer,
+                import,
+                reimport,
+            } => {
+                self.shard.set_import(peer, import);
+                if reimport {
+                    let w = self.shard.walk(peer, WalkOp::Reimport);
+                    self.walks.push_back(w);
+                }
+            }
             Broadcast::Marker { peer, token } => {
                 // Everything before it goes out first: decided, exported, handed on.
                 self.drain();
@@ -598,9 +609,7 @@ impl ShardWorker {
                     return None;
                 }
                 let src = self.shard.peer(best.peer);
-                let e = g
-                    .cache
-                    .get(&g.spec, &src, best.peer, &best.attrs, p.family())?;
+                let e = g.cache.get(&g.spec, &src, best.peer, &best.attrs, p)?;
                 view.paths
                     .retain(|v| matches!(v.state, PathState::Active { .. }));
                 Some((e, g.spec.params))
@@ -716,7 +725,9 @@ impl ShardWorker {
                     break;
                 };
                 let src = shard.peer(set.key.1);
-                // Exported once per set and family, not per prefix.
+                // Exported once per set and family, not per prefix (unless the export
+                // policy reads the prefix).
+                let per_prefix = g.spec.export.reads_prefix();
                 let mut exported: Option<(Family, Option<Arc<Exported>>)> = None;
                 let rest = d.order.prefixes_of(d.at.0, d.at.1);
                 let take = rest.len().min(budget);
@@ -727,16 +738,14 @@ impl ShardWorker {
                             continue;
                         };
                         let bsrc = shard.peer(best.peer);
-                        let e = g
-                            .cache
-                            .get(&g.spec, &bsrc, best.peer, &best.attrs, p.family());
+                        let e = g.cache.get(&g.spec, &bsrc, best.peer, &best.attrs, p);
                         (e, best.peer)
                     } else {
                         let f = p.family();
                         let e = match &exported {
-                            Some((ef, e)) if *ef == f => e.clone(),
+                            Some((ef, e)) if *ef == f && !per_prefix => e.clone(),
                             _ => {
-                                let e = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, f);
+                                let e = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, p);
                                 exported = Some((f, e.clone()));
                                 e
                             }
@@ -813,7 +822,7 @@ impl ShardWorker {
         advertised.walk = shard.count_step(from, WALK_BUDGET, |prefix, best| {
             let src = shard.peer(best.peer);
             if cache
-                .get(spec, &src, best.peer, &best.attrs, prefix.family())
+                .get(spec, &src, best.peer, &best.attrs, &prefix)
                 .is_some()
             {
                 advertised.add(best.peer, prefix.family().index(), true);
@@ -895,15 +904,15 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         advertised,
         ..
     } = g;
-    let mut export = |p: &Option<ribshard_rib::Path>, f| -> Option<Arc<Exported>> {
+    let mut export = |p: &Option<ribshard_rib::Path>, prefix| -> Option<Arc<Exported>> {
         let p = p.as_ref()?;
         let src = shard.peer(p.peer);
-        cache.get(spec, &src, p.peer, &p.attrs, f)
+        cache.get(spec, &src, p.peer, &p.attrs, prefix)
     };
     for c in changes {
         let f = c.prefix.family();
-        let old = export(&c.old, f);
-        let new = export(&c.best, f);
+        let old = export(&c.old, &c.prefix);
+        let new = export(&c.best, &c.prefix);
         if advertised.covers(c.position) {
             if let (Some(_), Some(p)) = (&old, &c.old) {
                 advertised.add(p.peer, f.index(), false);

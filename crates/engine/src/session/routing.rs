@@ -9,11 +9,13 @@ use crate::negotiate::Negotiated;
 use crate::pipeline::{Routed, Target};
 use ribshard_adjout::MemberId;
 use ribshard_fsm::{Action, Event};
+use ribshard_policy::Source;
 use ribshard_rib::shard::families;
-use ribshard_rib::{GroupKind, GroupSpec, Interner, LoopChecks, PeerInfo};
+use ribshard_rib::{GroupKind, GroupSpec, Import, Interner, LoopChecks, PeerInfo};
 use ribshard_wire::notification::{cease, code, Notification};
 use ribshard_wire::Family;
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::time::Instant;
 use tracing::{info, warn};
@@ -74,6 +76,26 @@ impl Session {
         };
         let r = &self.s.routing;
         let peer = self.index as u32;
+        let local_address = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.local_addr())
+            .map(|a| a.ip());
+        let import = Arc::new(Import {
+            chain: r.import.clone(),
+            source: Source {
+                address: self.s.address,
+                peer_as: self.s.peer_as,
+                internal: self.s.internal,
+            },
+            own_as: self.s.local_as,
+            local_address,
+        });
+        self.pending.extend(
+            p.import_policy(peer, import, false)
+                .into_iter()
+                .map(Out::Pipe),
+        );
         let info = PeerInfo {
             ebgp: !self.s.internal,
             router_id: u32::from(n.peer_id),
@@ -83,7 +105,6 @@ impl Session {
             },
             local_as: self.s.local_as,
             peer_as: self.s.peer_as,
-            import_accept: r.import_accept,
             rr_cluster: if self.s.internal {
                 r.cluster.map(u32::from)
             } else {
@@ -131,7 +152,11 @@ impl Session {
             kind,
             local_as: self.s.local_as,
             global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
-            peer_as: if kind == GroupKind::External {
+            // One AS per group where export needs it: "not back to its AS" on eBGP, and
+            // route-server-control naming the receivers.
+            peer_as: if kind == GroupKind::External
+                || (kind == GroupKind::RouteServer && r.export.reads_receiver())
+            {
                 self.s.peer_as
             } else {
                 0
@@ -146,7 +171,7 @@ impl Session {
                 Some(IpAddr::V6(a)) => Some(a),
                 _ => None,
             },
-            export_accept: r.export_accept,
+            export: r.export.clone(),
             params: ribshard_wire::SessionParams {
                 four_octet_as: n.four_octet_as,
                 extended_message: n.extended_message,

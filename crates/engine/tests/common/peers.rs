@@ -47,8 +47,8 @@ pub fn ebgp_peer(
         description: format!("AS{asn}"),
         routing: Routing {
             group: if downstream { "down" } else { "up" }.into(),
-            import_accept: true,
-            export_accept: downstream,
+            import: std::sync::Arc::new(ribshard_policy::Chain::accept_all()),
+            export: std::sync::Arc::new(ribshard_policy::Chain::builtin(downstream)),
             ..Routing::default()
         },
     }

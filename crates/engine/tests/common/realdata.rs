@@ -36,7 +36,7 @@ pub fn downstream() -> GroupSpec {
         next_hop_self: true,
         local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
         local_v6: None,
-        export_accept: true,
+        export: std::sync::Arc::new(ribshard_policy::Chain::accept_all()),
         params: downstream_params(),
         families: [true, true],
         role: None,
@@ -123,7 +123,6 @@ pub fn info(t: &Table) -> PeerInfo {
         },
         local_as: LOCAL_AS,
         peer_as: t.peer.asn,
-        import_accept: true,
         rr_cluster: None,
         rs_client: false,
     }

@@ -95,7 +95,6 @@ pub fn upstream(i: u32) -> PeerInfo {
         address: u128::from(0x7f00_0010 + i),
         local_as: LOCAL_AS,
         peer_as: [65001, 65001, 65002, LOCAL_AS][i as usize],
-        import_accept: true,
         rr_cluster: (i == 3).then_some(CLUSTER),
         rs_client: false,
     }
@@ -142,7 +141,7 @@ pub fn spec(m: usize) -> GroupSpec {
         next_hop_self: kind == GroupKind::External,
         local_v4: Some(Ipv4Addr::new(127, 0, 0, 1)),
         local_v6: None,
-        export_accept: true,
+        export: std::sync::Arc::new(ribshard_policy::Chain::accept_all()),
         params: params(),
         families: [true, true],
         role: None,

@@ -8,6 +8,7 @@
 
 use crate::attrs::RouteAttrs;
 use crate::decision::{best_path, compare, multipath_equal, Candidate, Options};
+use crate::import::{self, Import, ImportCache};
 use ribshard_wire::{Family, Nlri, Prefix};
 // hashbrown with its default (foldhash) hasher inside: the table is keyed by prefixes we do
 // not choose, but a shard is not reachable by anyone who could aim collisions at one bucket
@@ -30,9 +31,6 @@ pub struct PeerInfo {
     /// Our AS towards this peer (a path with an empty AS_PATH came from it).
     pub local_as: u32,
     pub peer_as: u32,
-    /// Import policy: accept everything (true) or nothing (false). The policy language
-    /// replaces this.
-    pub import_accept: bool,
     /// A route reflection client of ours, in this cluster (RFC 4456).
     pub rr_cluster: Option<u32>,
     /// A route server client (RFC 7947).
@@ -46,7 +44,6 @@ impl PeerInfo {
         address: 0,
         local_as: 0,
         peer_as: 0,
-        import_accept: false,
         rr_cluster: None,
         rs_client: false,
     };
@@ -63,8 +60,8 @@ pub struct Path {
     /// 4 billion announcements to one shard, where it can only reorder two otherwise equal
     /// paths of one peer (Add-Path) once.
     pub arrival: u32,
-    /// When it arrived ([`crate::clock`] seconds, low 30 bits) and two flags: [`STALE`] and
-    /// [`GONE`]. Packed so that a path stays at 24 octets with its age.
+    /// When it arrived ([`crate::clock`] seconds, low 29 bits) and three flags: [`STALE`],
+    /// [`GONE`] and [`REJECTED`]. Packed so that a path stays at 24 octets with its age.
     meta: u32,
 }
 
@@ -74,7 +71,10 @@ const STALE: u32 = 1 << 30;
 /// Withdrawn or replaced, but still the best path last reported: kept (never eligible) until
 /// the next decision reports the change, which needs the old path for export.
 const GONE: u32 = 1 << 31;
-const SINCE: u32 = (1 << 30) - 1;
+/// Import policy rejected it: kept in the Adj-RIB-In (a new policy may accept it), never
+/// chosen.
+const REJECTED: u32 = 1 << 29;
+const SINCE: u32 = (1 << 29) - 1;
 
 impl Path {
     /// A path received now (`since`, in [`crate::clock`] seconds).
@@ -101,7 +101,22 @@ impl Path {
     pub fn gone(&self) -> bool {
         self.meta & GONE != 0
     }
-    /// When the path arrived, in [`crate::clock`] seconds (34 years of them fit).
+    /// Import policy rejected it.
+    pub fn rejected(&self) -> bool {
+        self.meta & REJECTED != 0
+    }
+    fn set_rejected(&mut self, on: bool) {
+        if on {
+            self.meta |= REJECTED;
+        } else {
+            self.meta &= !REJECTED;
+        }
+    }
+    /// Whether import policy accepted it and it does not loop.
+    pub fn accepted(&self) -> bool {
+        !self.rejected() && self.attrs.loop_free
+    }
+    /// When the path arrived, in [`crate::clock`] seconds (17 years of them fit).
     pub fn since(&self) -> u32 {
         self.meta & SINCE
     }
@@ -217,9 +232,8 @@ impl Dest {
 pub struct PeerCounts {
     /// Paths in the Adj-RIB-In, stale ones included.
     pub received: u32,
-    /// Of those, the paths that do not loop: all of them are accepted when the peer's import
-    /// policy accepts (see [`PeerInfo::import_accept`]).
-    pub loop_free: u32,
+    /// Of those, the paths import policy accepted that do not loop.
+    pub accepted: u32,
     /// Best paths (the Loc-RIB entries last reported) learned from the peer.
     pub active: u32,
 }
@@ -257,7 +271,7 @@ impl Tally {
         }
         if let Some(c) = self.peer(p.peer, family) {
             c.received += 1;
-            c.loop_free += u32::from(p.attrs.loop_free);
+            c.accepted += u32::from(p.accepted());
         }
     }
     #[inline]
@@ -267,7 +281,7 @@ impl Tally {
         }
         if let Some(c) = self.peer(p.peer, family) {
             c.received = c.received.saturating_sub(1);
-            c.loop_free = c.loop_free.saturating_sub(u32::from(p.attrs.loop_free));
+            c.accepted = c.accepted.saturating_sub(u32::from(p.accepted()));
         }
     }
     /// `peer`'s path became (`true`) or stopped being the reported best path of a prefix.
@@ -298,6 +312,8 @@ pub enum WalkOp {
     /// The peer began re-advertising these families (BoRR, RFC 7313 section 4): mark its
     /// paths stale there until its EoRR; leave the others.
     RefreshBegin([bool; 2]),
+    /// Its import policy changed: apply the new one to what it sent (kept as received).
+    Reimport,
 }
 
 /// A walk over one peer's paths in progress.
@@ -345,6 +361,9 @@ pub struct Shard {
     /// owner before it applies a batch, so the clock is read once per batch, not per path.
     clock: u32,
     scratch: (Vec<Candidate>, Vec<usize>),
+    /// Per peer index: its import policy (none: accept everything).
+    imports: Vec<Option<Arc<Import>>>,
+    import_cache: ImportCache,
 }
 
 impl Shard {
@@ -358,7 +377,27 @@ impl Shard {
             tally: Tally::default(),
             clock: crate::clock::now(),
             scratch: (Vec::new(), Vec::new()),
+            imports: Vec::new(),
+            import_cache: ImportCache::default(),
         }
+    }
+
+    /// Sets a peer's import policy, applied to the paths it sends from now on (a
+    /// [`WalkOp::Reimport`] walk applies it to those it sent before).
+    pub fn set_import(&mut self, peer: PeerIndex, import: Arc<Import>) {
+        let i = peer as usize;
+        if self.imports.len() <= i {
+            self.imports.resize(i + 1, None);
+        }
+        if let Some(slot) = self.imports.get_mut(i) {
+            *slot = Some(import);
+        }
+        self.import_cache.forget(peer);
+    }
+
+    /// A peer's import policy, if set.
+    pub fn import_of(&self, peer: PeerIndex) -> Option<&Arc<Import>> {
+        self.imports.get(peer as usize).and_then(Option::as_ref)
     }
 
     /// Registers or updates a peer; indexes are dense and chosen by the caller.
@@ -440,19 +479,33 @@ impl Shard {
         let path_id = n.path_id.unwrap_or(0);
         let family = prefix.family().index();
         let (at, d) = self.dests.get_or_default(prefix);
-        let reported = d.reported();
-        let new = Path::new(peer, path_id, attrs.clone(), self.arrival, self.clock);
-        let tally = &mut self.tally;
-        match d
+        let existing = d
             .paths
-            .iter_mut()
-            .find(|p| !p.gone() && p.peer == peer && p.path_id == path_id)
-        {
-            // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
-            Some(p) if Arc::ptr_eq(&p.attrs, attrs) => {
+            .iter()
+            .position(|p| !p.gone() && p.peer == peer && p.path_id == path_id);
+        // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
+        if let Some(p) = existing.and_then(|i| d.paths.get_mut(i)) {
+            if Arc::ptr_eq(p.attrs.as_received(), attrs) {
                 p.set_stale(false);
                 return;
             }
+        }
+        let (attrs, rejected) = match self.imports.get(peer as usize) {
+            Some(Some(imp)) => import::apply(imp, peer, attrs, &prefix, &mut self.import_cache),
+            _ => (attrs.clone(), false),
+        };
+        let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
+        new.set_rejected(rejected);
+        Self::replace(&mut self.tally, d, existing, new, family);
+        Self::touch(&mut self.journal, at, d);
+    }
+
+    /// Puts a new version of a path in place of `existing` (an index into the prefix's
+    /// paths), or beside the others.
+    #[inline]
+    fn replace(tally: &mut Tally, d: &mut Dest, existing: Option<usize>, new: Path, family: usize) {
+        let reported = d.reported();
+        match existing.and_then(|i| d.paths.get_mut(i)) {
             // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it; the
             // reported best stays until decided.
             Some(p) if Some(p.arrival) == reported => {
@@ -476,7 +529,6 @@ impl Shard {
                 d.paths.push(new);
             }
         }
-        Self::touch(&mut self.journal, at, d);
     }
 
     pub fn withdraw(&mut self, peer: PeerIndex, nlri: impl IntoIterator<Item = Nlri>) {
@@ -539,6 +591,33 @@ impl Shard {
             let family = prefix.family().index();
             let tally = &mut self.tally;
             let n = match walk.op {
+                WalkOp::Reimport => {
+                    let imp = self.imports.get(peer as usize).cloned().flatten();
+                    let mut n = 0;
+                    for i in 0..d.paths.len() {
+                        let Some(p) = d.paths.get(i).filter(|p| !p.gone() && p.peer == peer) else {
+                            continue;
+                        };
+                        let received = p.attrs.as_received().clone();
+                        let (attrs, rejected) = match &imp {
+                            Some(imp) => {
+                                import::apply(imp, peer, &received, prefix, &mut self.import_cache)
+                            }
+                            None => (received, false),
+                        };
+                        if Arc::ptr_eq(&attrs, &p.attrs) && rejected == p.rejected() {
+                            continue;
+                        }
+                        // A new version: export compares it with the one reported.
+                        self.arrival = self.arrival.wrapping_add(1);
+                        let mut new = Path::new(peer, p.path_id, attrs, self.arrival, p.since());
+                        new.set_rejected(rejected);
+                        new.set_stale(p.stale());
+                        Self::replace(tally, d, Some(i), new, family);
+                        n += 1;
+                    }
+                    n
+                }
                 WalkOp::Remove => d.remove_where(tally, family, |p| p.peer == peer),
                 WalkOp::FlushStale(f) if in_family(&f) => {
                     d.remove_where(tally, family, |p| p.peer == peer && p.stale())
@@ -713,6 +792,11 @@ impl Shard {
                 }
             }
             to.arrival = to.arrival.max(self.arrival);
+            for (i, imp) in self.imports.iter().enumerate() {
+                if let Some(imp) = imp {
+                    to.set_import(i as PeerIndex, imp.clone());
+                }
+            }
         }
         for (prefix, d) in self.dests.into_iter() {
             let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
@@ -809,12 +893,9 @@ impl Decider<'_> {
             .unwrap_or(PeerInfo::NONE);
         let a = &p.attrs;
         Candidate {
-            // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used.
-            local_pref: if info.ebgp {
-                100
-            } else {
-                a.local_pref.unwrap_or(100)
-            },
+            // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used (the
+            // session discards it, RFC 7606 section 7.5); one here was set by import policy.
+            local_pref: a.local_pref.unwrap_or(100),
             as_path_len: a.as_path_len,
             origin: a.origin,
             med: a.med,
@@ -831,12 +912,7 @@ impl Decider<'_> {
     /// Whether a path may be chosen: it is there, import policy accepts it and it does not
     /// loop.
     fn eligible(&self, p: &Path) -> bool {
-        !p.gone()
-            && p.attrs.loop_free
-            && self
-                .peers
-                .get(p.peer as usize)
-                .is_some_and(|i| i.import_accept)
+        !p.gone() && p.accepted()
     }
 
     /// The index of the best eligible path; `scratch` is reused between calls so deciding

@@ -28,3 +28,8 @@ pub fn update_for(attrs: &[u8], mp_next_hop: &[u8]) -> Vec<u8> {
         .unwrap();
     msg
 }
+
+/// 203.0.113.0/24, the prefix these tests export.
+pub fn prefix() -> Prefix {
+    Prefix::v4(Ipv4Addr::new(203, 0, 113, 0), 24).unwrap()
+}

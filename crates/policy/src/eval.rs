@@ -1,0 +1,905 @@
+//! Evaluating a chain of policies against a route, as Junos does: policies in order, terms
+//! in order; a term whose conditions all hold applies its actions and then accepts, rejects,
+//! goes to the next policy or (by default) the next term; the first accept or reject ends
+//! the chain. Falling off its end applies a `default-action` if a matching term set one,
+//! else the chain's default for its session type.
+//!
+//! Evaluation is split in two so that it allocates nothing unless a route changes:
+//! [`Chain::evaluate`] reads the route and returns a [`Verdict`] whose [`Trace`] lists the
+//! terms whose actions apply; [`Chain::apply`] makes the changed attributes. Two routes with
+//! the same attribute set and trace get the same result, which callers cache.
+
+use crate::aspath::AsPathRegex;
+use crate::community::{Communities, Community, CommunitySet};
+use crate::prefix::{Key, MatchType, PrefixSet};
+use ribshard_wire::attr;
+use ribshard_wire::attributes::{AsSegment, AttrValue, PathAttributes};
+use ribshard_wire::update::{segment, RawAttrIter};
+use ribshard_wire::{Family, Origin, Prefix};
+use std::hash::{Hash, Hasher};
+use std::net::IpAddr;
+use std::sync::Arc;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Flow {
+    Accept,
+    Reject,
+    NextTerm,
+    NextPolicy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Cmp {
+    Equal,
+    OrHigher,
+    OrLower,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NumOp {
+    Set(u32),
+    Add(u32),
+    Subtract(u32),
+}
+
+impl NumOp {
+    fn on(self, v: u32) -> u32 {
+        match self {
+            NumOp::Set(n) => n,
+            NumOp::Add(n) => v.saturating_add(n),
+            NumOp::Subtract(n) => v.saturating_sub(n),
+        }
+    }
+}
+
+/// What `then next-hop` asks for; the caller knows the addresses it names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NextHopSet {
+    Address(IpAddr),
+    /// Our address on the session (`self`).
+    OurAddress,
+    /// The address of the neighbor the route was learned from.
+    PeerAddress,
+    /// Junos `reject` / `discard`: forwarding drops the traffic (with or without an ICMP
+    /// unreachable); advertised with our own address as next hop.
+    Reject,
+    Discard,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Cond {
+    Family(Family),
+    Neighbor(Vec<IpAddr>),
+    PeerAs(Vec<u32>),
+    Community(Vec<Arc<CommunitySet>>),
+    AsPath(Vec<Arc<AsPathRegex>>),
+    AsPathLength(u32, Cmp),
+    Origin(Origin),
+    NextHop(Vec<IpAddr>),
+    LocalPref(u32),
+    Med(u32),
+    RouteType { internal: bool },
+}
+
+/// The route lists of a term (`prefix-list`, `prefix-list-filter`, `route-filter`): the
+/// route matches if any of them does.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct PrefixCond {
+    pub exact: Vec<Arc<PrefixSet<()>>>,
+    pub filters: Vec<(Arc<PrefixSet<()>>, MatchType)>,
+    /// Junos route filters: the longest entry covering the route decides, by its match
+    /// types (several when one prefix is listed with several).
+    pub route_filter: Option<Arc<PrefixSet<Vec<MatchType>>>>,
+}
+
+/// The longest entry of each prefix list looked at during one evaluation (terms often name
+/// one list twice): list address and the entry's length.
+#[derive(Default)]
+struct Looked {
+    lists: [(usize, Option<u8>); 4],
+    n: usize,
+}
+
+impl Looked {
+    #[inline]
+    fn longest(&mut self, set: &PrefixSet<()>, family: Family, route: &Key) -> Option<u8> {
+        let id = set as *const PrefixSet<()> as usize;
+        if let Some((_, l)) = self.lists.iter().take(self.n).find(|(p, _)| *p == id) {
+            return *l;
+        }
+        let l = set.trie(family).longest(route).map(|(k, _)| k.len);
+        if let Some(slot) = self.lists.get_mut(self.n % 4) {
+            *slot = (id, l);
+        }
+        self.n = (self.n + 1).min(4);
+        l
+    }
+}
+
+impl PrefixCond {
+    #[inline]
+    fn matches(&self, family: Family, route: &Key, looked: &mut Looked) -> bool {
+        self.exact
+            .iter()
+            .any(|s| looked.longest(s, family, route) == Some(route.len))
+            || self.filters.iter().any(|(s, m)| {
+                looked
+                    .longest(s, family, route)
+                    .is_some_and(|len| m.matches(len, route))
+            })
+            || self.route_filter.as_ref().is_some_and(|s| {
+                s.trie(family)
+                    .longest(route)
+                    .is_some_and(|(k, ms)| ms.iter().any(|m| m.matches(k.len, route)))
+            })
+    }
+}
+
+#[derive(Clone, Debug)]
+pub(crate) enum Modify {
+    CommunitySet(Vec<Arc<CommunitySet>>),
+    CommunityDelete(Vec<Arc<CommunitySet>>),
+    CommunityAdd(Vec<Arc<CommunitySet>>),
+    LocalPref(NumOp),
+    Med(NumOp),
+    Prepend(Vec<u32>),
+    PrependOwn(u8),
+    ExpandLastAs(u8),
+    NextHop(NextHopSet),
+    Origin(Origin),
+}
+
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Then {
+    pub flow: Option<Flow>,
+    pub default_action: Option<bool>,
+    pub mods: Vec<Modify>,
+}
+
+#[derive(Clone, Debug)]
+pub(crate) struct Term {
+    pub name: String,
+    pub conds: Vec<Cond>,
+    pub prefix: Option<PrefixCond>,
+    pub then: Then,
+}
+
+/// A compiled `policy-statement`.
+#[derive(Clone, Debug)]
+pub struct Statement {
+    pub name: String,
+    pub(crate) terms: Vec<Term>,
+    /// A hash of its definition and of everything it names: equal policies, equal hashes.
+    pub fingerprint: u64,
+    /// It has conditions on the prefix itself, so its result differs between routes of
+    /// one attribute set.
+    pub reads_prefix: bool,
+}
+
+impl Statement {
+    /// The names of its terms, in order.
+    pub fn term_names(&self) -> impl Iterator<Item = &str> {
+        self.terms.iter().map(|t| t.name.as_str())
+    }
+}
+
+/// One policy of a chain.
+#[derive(Clone, Debug)]
+pub enum Item {
+    Accept,
+    Reject,
+    Statement(Arc<Statement>),
+    /// IXP route server control communities, with the route server's AS.
+    RouteServerControl {
+        asn: u32,
+    },
+}
+
+/// The neighbor a route was learned from, as policy conditions see it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Source {
+    pub address: IpAddr,
+    pub peer_as: u32,
+    /// Learned over iBGP.
+    pub internal: bool,
+}
+
+/// A route as a policy looks at it.
+#[derive(Clone, Copy, Debug)]
+pub struct Subject<'a> {
+    /// The prefix, host bits cleared.
+    pub prefix: Prefix,
+    /// Path attributes in the 4-octet AS encoding, without MP_REACH / MP_UNREACH.
+    pub attrs: &'a [u8],
+    /// 4 octets (IPv4), 16 or 32 (IPv6, global then link-local).
+    pub next_hop: &'a [u8],
+    pub source: &'a Source,
+    /// In an export chain, the AS of the neighbors the route goes to (route-server-control).
+    pub receiver_as: Option<u32>,
+}
+
+/// The attributes a condition reads, found in one pass when first needed.
+#[derive(Default)]
+struct Scanned<'a> {
+    origin: Option<u8>,
+    as_path: &'a [u8],
+    med: Option<u32>,
+    local_pref: Option<u32>,
+    communities: Communities<'a>,
+}
+
+fn be32(v: &[u8]) -> Option<u32> {
+    Some(u32::from_be_bytes(v.get(..4)?.try_into().ok()?))
+}
+
+impl<'a> Scanned<'a> {
+    fn of(raw: &'a [u8]) -> Scanned<'a> {
+        let mut s = Scanned::default();
+        for a in RawAttrIter::new(raw) {
+            match a.type_code {
+                attr::ORIGIN => s.origin = a.value.first().copied(),
+                attr::AS_PATH => s.as_path = a.value,
+                attr::MULTI_EXIT_DISC => s.med = be32(a.value),
+                attr::LOCAL_PREF => s.local_pref = be32(a.value),
+                attr::COMMUNITIES => s.communities.standard = a.value,
+                attr::EXTENDED_COMMUNITIES => s.communities.extended = a.value,
+                attr::LARGE_COMMUNITY => s.communities.large = a.value,
+                _ => {}
+            }
+        }
+        s
+    }
+}
+
+/// AS path length as the decision process counts it: an AS_SET is one, confederation
+/// segments none (RFC 4271 section 9.1.2.2, RFC 5065 section 5.3).
+fn path_len(path: &[u8]) -> u32 {
+    let mut n = 0u32;
+    let mut at = 0usize;
+    while let (Some(&kind), Some(&count)) = (path.get(at), path.get(at + 1)) {
+        n += match kind {
+            segment::AS_SEQUENCE => u32::from(count),
+            segment::AS_SET => 1,
+            _ => 0,
+        };
+        at += 2 + 4 * usize::from(count);
+    }
+    n
+}
+
+fn next_hop_is(nh: &[u8], a: &IpAddr) -> bool {
+    match a {
+        IpAddr::V4(v4) => nh == v4.octets(),
+        IpAddr::V6(v6) => nh.get(..16) == Some(&v6.octets()[..]),
+    }
+}
+
+impl Term {
+    #[inline]
+    fn matches<'a>(
+        &self,
+        s: &Subject<'a>,
+        key: &Key,
+        scan: &mut Option<Scanned<'a>>,
+        looked: &mut Looked,
+    ) -> bool {
+        let family = s.prefix.family();
+        if let Some(p) = &self.prefix {
+            if !p.matches(family, key, looked) {
+                return false;
+            }
+        }
+        for c in &self.conds {
+            let ok = match c {
+                Cond::Family(f) => *f == family,
+                Cond::Neighbor(a) => a.contains(&s.source.address),
+                Cond::PeerAs(list) => list.contains(&s.source.peer_as),
+                Cond::RouteType { internal } => s.source.internal == *internal,
+                Cond::NextHop(list) => list.iter().any(|a| next_hop_is(s.next_hop, a)),
+                _ => {
+                    let a = scan.get_or_insert_with(|| Scanned::of(s.attrs));
+                    match c {
+                        Cond::Community(sets) => sets.iter().any(|x| x.matched_by(&a.communities)),
+                        Cond::AsPath(res) => res.iter().any(|r| r.matches(a.as_path)),
+                        Cond::AsPathLength(n, cmp) => {
+                            let l = path_len(a.as_path);
+                            match cmp {
+                                Cmp::Equal => l == *n,
+                                Cmp::OrHigher => l >= *n,
+                                Cmp::OrLower => l <= *n,
+                            }
+                        }
+                        Cond::Origin(o) => a.origin.unwrap_or(2) == *o as u8,
+                        Cond::LocalPref(v) => a.local_pref.unwrap_or(100) == *v,
+                        Cond::Med(v) => a.med == Some(*v),
+                        _ => false,
+                    }
+                }
+            };
+            if !ok {
+                return false;
+            }
+        }
+        true
+    }
+}
+
+/// Which policy and term decided.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Decided {
+    /// A term's `accept` or `reject` (item: position in the chain).
+    Term { item: u16, term: u16 },
+    /// A built-in policy (`accept`, `reject`, or `route-server-control` refusing).
+    Builtin { item: u16 },
+    /// Nothing decided; a term's `default-action` did.
+    DefaultAction { item: u16, term: u16 },
+    /// Nothing decided: the chain's default for its session type.
+    End,
+}
+
+/// The terms whose actions apply, in order (at most [`Trace::MAX`]; past that the chain is
+/// evaluated again when applied). Part of a cache key: the same attributes and trace give
+/// the same result.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
+pub struct Trace {
+    ids: [u32; Trace::MAX],
+    len: u8,
+    overflow: bool,
+}
+
+impl Trace {
+    pub const MAX: usize = 6;
+
+    fn push(&mut self, id: u32) {
+        match self.ids.get_mut(usize::from(self.len)) {
+            Some(slot) => {
+                *slot = id;
+                self.len += 1;
+            }
+            None => self.overflow = true,
+        }
+    }
+
+    /// No action changes anything.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && !self.overflow
+    }
+}
+
+/// What a chain decided for a route.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Verdict {
+    pub accept: bool,
+    pub by: Decided,
+    pub trace: Trace,
+}
+
+/// What applying a verdict's actions made: the attributes, and what the caller resolves.
+#[derive(Clone, Debug, Default)]
+pub struct Modified {
+    pub attrs: PathAttributes,
+    pub next_hop: Option<NextHopSet>,
+    /// `local-preference` or `metric` was set by a term: the caller keeps them where the
+    /// protocol would otherwise drop them (MED towards eBGP peers, LOCAL_PREF towards iBGP).
+    pub local_pref_set: bool,
+    pub med_set: bool,
+}
+
+/// What the actions need to know of where the route goes.
+#[derive(Clone, Copy, Debug)]
+pub struct ApplyContext {
+    /// Our AS on the session: what `as-path-prepend N` and an empty path's expand repeat.
+    pub own_as: u32,
+}
+
+/// Standard communities a route server reads (and strips) under `route-server-control`.
+const RS_PREPEND: [u32; 3] = [65501, 65502, 65503];
+
+/// A chain of policies, as configured on a neighbor, group or `[bgp]`, with the default of
+/// its session type.
+#[derive(Clone, Debug)]
+pub struct Chain {
+    items: Vec<Item>,
+    names: Vec<String>,
+    default_accept: bool,
+    fingerprint: u64,
+    reads_prefix: bool,
+}
+
+impl PartialEq for Chain {
+    fn eq(&self, o: &Chain) -> bool {
+        self.fingerprint == o.fingerprint
+            && self.default_accept == o.default_accept
+            && self.names == o.names
+    }
+}
+impl Eq for Chain {}
+impl Hash for Chain {
+    fn hash<H: Hasher>(&self, h: &mut H) {
+        self.fingerprint.hash(h);
+        self.default_accept.hash(h);
+    }
+}
+
+impl Chain {
+    /// The chain of these items; `default_accept`: what falling off its end does.
+    pub fn new(items: Vec<(String, Item)>, default_accept: bool) -> Chain {
+        let mut h = std::hash::DefaultHasher::new();
+        let mut names = Vec::new();
+        let mut its = Vec::new();
+        let mut reads_prefix = false;
+        for (n, i) in items {
+            n.hash(&mut h);
+            match &i {
+                Item::Statement(s) => {
+                    s.fingerprint.hash(&mut h);
+                    reads_prefix |= s.reads_prefix;
+                }
+                Item::RouteServerControl { asn } => asn.hash(&mut h),
+                Item::Accept | Item::Reject => {}
+            }
+            names.push(n);
+            its.push(i);
+        }
+        Chain {
+            items: its,
+            names,
+            default_accept,
+            fingerprint: h.finish(),
+            reads_prefix,
+        }
+    }
+
+    /// Everything accepted, nothing changed (`accept`, or no policy on an internal session).
+    pub fn accept_all() -> Chain {
+        Chain::new(vec![("accept".into(), Item::Accept)], true)
+    }
+
+    /// Nothing accepted (`reject`, or RFC 8212 on an external session without policy).
+    pub fn reject_all() -> Chain {
+        Chain::new(vec![("reject".into(), Item::Reject)], false)
+    }
+
+    /// `accept` or `reject`, as a flag says.
+    pub fn builtin(accept: bool) -> Chain {
+        if accept {
+            Chain::accept_all()
+        } else {
+            Chain::reject_all()
+        }
+    }
+
+    /// The policies' names, as configured.
+    pub fn names(&self) -> &[String] {
+        &self.names
+    }
+
+    /// Whether the chain accepts every route unchanged, so callers may skip it.
+    pub fn accepts_everything(&self) -> bool {
+        matches!(self.items.first(), Some(Item::Accept))
+            || (self.items.is_empty() && self.default_accept)
+    }
+
+    /// Whether the chain refuses every route.
+    pub fn rejects_everything(&self) -> bool {
+        matches!(self.items.first(), Some(Item::Reject))
+            || (self.items.is_empty() && !self.default_accept)
+    }
+
+    /// Whether routes of one attribute set and source can get different verdicts (the
+    /// chain reads the prefix): then results are cached by verdict, not by set.
+    pub fn reads_prefix(&self) -> bool {
+        self.reads_prefix
+    }
+
+    /// Whether the chain reads the receivers' AS (`route-server-control`): an update group
+    /// then holds neighbors of one AS only.
+    pub fn reads_receiver(&self) -> bool {
+        self.items
+            .iter()
+            .any(|i| matches!(i, Item::RouteServerControl { .. }))
+    }
+
+    /// The policy and term a decision names, for display.
+    pub fn describe(&self, d: &Decided) -> String {
+        let term = |item: u16, term: u16| -> String {
+            let name = self
+                .names
+                .get(usize::from(item))
+                .map_or("?", String::as_str);
+            match self.items.get(usize::from(item)) {
+                Some(Item::Statement(s)) => {
+                    let t = s
+                        .terms
+                        .get(usize::from(term))
+                        .map_or("?", |t| t.name.as_str());
+                    format!("policy {name} term {t}")
+                }
+                _ => format!("policy {name}"),
+            }
+        };
+        match *d {
+            Decided::Term { item, term: t } => term(item, t),
+            Decided::Builtin { item } => term(item, 0),
+            Decided::DefaultAction { item, term: t } => {
+                format!("default-action of {}", term(item, t))
+            }
+            Decided::End => format!(
+                "end of chain [{}]: {} by default",
+                self.names.join(" "),
+                if self.default_accept {
+                    "accepted"
+                } else {
+                    "rejected"
+                }
+            ),
+        }
+    }
+
+    /// Runs the chain; `on_mods` gets each term whose actions apply, as `item << 16 | term`.
+    fn run<'a>(&self, s: &Subject<'a>, on_mods: &mut impl FnMut(u32)) -> (bool, Decided) {
+        let key = Key::of(&s.prefix);
+        let mut scan: Option<Scanned<'a>> = None;
+        let mut looked = Looked::default();
+        let mut default: Option<(bool, u16, u16)> = None;
+        for (ii, item) in self.items.iter().enumerate() {
+            let i = ii as u16;
+            match item {
+                Item::Accept => return (true, Decided::Builtin { item: i }),
+                Item::Reject => return (false, Decided::Builtin { item: i }),
+                Item::RouteServerControl { asn } => {
+                    let a = scan.get_or_insert_with(|| Scanned::of(s.attrs));
+                    match rs_control(*asn, s.receiver_as, &a.communities) {
+                        RsControl::Refuse => return (false, Decided::Builtin { item: i }),
+                        RsControl::Pass { changes: true, .. } => on_mods(u32::from(i) << 16),
+                        RsControl::Pass { .. } => {}
+                    }
+                }
+                Item::Statement(st) => {
+                    for (ti, t) in st.terms.iter().enumerate() {
+                        if !t.matches(s, &key, &mut scan, &mut looked) {
+                            continue;
+                        }
+                        let id = u32::from(i) << 16 | ti as u32;
+                        if !t.then.mods.is_empty() {
+                            on_mods(id);
+                        }
+                        if let Some(d) = t.then.default_action {
+                            default = Some((d, i, ti as u16));
+                        }
+                        match t.then.flow {
+                            Some(Flow::Accept) => {
+                                return (
+                                    true,
+                                    Decided::Term {
+                                        item: i,
+                                        term: ti as u16,
+                                    },
+                                )
+                            }
+                            Some(Flow::Reject) => {
+                                return (
+                                    false,
+                                    Decided::Term {
+                                        item: i,
+                                        term: ti as u16,
+                                    },
+                                )
+                            }
+                            Some(Flow::NextPolicy) => break,
+                            Some(Flow::NextTerm) | None => {}
+                        }
+                    }
+                }
+            }
+        }
+        match default {
+            Some((d, item, term)) => (d, Decided::DefaultAction { item, term }),
+            None => (self.default_accept, Decided::End),
+        }
+    }
+
+    /// What the chain decides for a route; allocates nothing.
+    #[inline]
+    pub fn evaluate(&self, s: &Subject<'_>) -> Verdict {
+        let mut trace = Trace::default();
+        let (accept, by) = self.run(s, &mut |id| trace.push(id));
+        Verdict {
+            accept,
+            by,
+            trace: if accept { trace } else { Trace::default() },
+        }
+    }
+
+    /// Applies an accepting verdict's actions to the route's attributes (decoded by the
+    /// caller into `attrs`).
+    pub fn apply(
+        &self,
+        v: &Verdict,
+        s: &Subject<'_>,
+        attrs: PathAttributes,
+        cx: &ApplyContext,
+    ) -> Modified {
+        let mut m = Modified {
+            attrs,
+            ..Modified::default()
+        };
+        if v.trace.overflow {
+            let mut all = Vec::new();
+            self.run(s, &mut |id| all.push(id));
+            for id in all {
+                self.apply_one(id, s, cx, &mut m);
+            }
+        } else {
+            for &id in v.trace.ids.iter().take(usize::from(v.trace.len)) {
+                self.apply_one(id, s, cx, &mut m);
+            }
+        }
+        m
+    }
+
+    fn apply_one(&self, id: u32, s: &Subject<'_>, cx: &ApplyContext, m: &mut Modified) {
+        let (item, term) = ((id >> 16) as usize, (id & 0xFFFF) as usize);
+        match self.items.get(item) {
+            Some(Item::Statement(st)) => {
+                if let Some(t) = st.terms.get(term) {
+                    for x in &t.then.mods {
+                        modify(x, m, cx);
+                    }
+                }
+            }
+            Some(Item::RouteServerControl { asn }) => {
+                let comms = current_communities(&m.attrs);
+                let view = Communities {
+                    standard: &comms.0,
+                    extended: &[],
+                    large: &comms.1,
+                };
+                if let RsControl::Pass { prepend, .. } = rs_control(*asn, s.receiver_as, &view) {
+                    strip_rs_control(&mut m.attrs, *asn);
+                    if prepend > 0 {
+                        let first = m
+                            .attrs
+                            .as_path()
+                            .and_then(|p| p.segments.first())
+                            .filter(|x| x.kind == segment::AS_SEQUENCE)
+                            .and_then(|x| x.asns.first().copied());
+                        if let Some(a) = first {
+                            for _ in 0..prepend {
+                                prepend_as(&mut m.attrs, a);
+                            }
+                        }
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The standard and large communities of owned attributes, as wire bytes.
+fn current_communities(a: &PathAttributes) -> (Vec<u8>, Vec<u8>) {
+    let std: Vec<u8> = a
+        .communities()
+        .iter()
+        .flat_map(|c| c.to_be_bytes())
+        .collect();
+    let large: Vec<u8> = a
+        .large_communities()
+        .iter()
+        .flat_map(|l| l.iter().flat_map(|x| x.to_be_bytes()))
+        .collect();
+    (std, large)
+}
+
+enum RsControl {
+    Refuse,
+    Pass { prepend: u8, changes: bool },
+}
+
+/// IXP route server control communities (the common Euro-IX scheme), for a route going to
+/// neighbors of `receiver` AS, with the route server in AS `rs`:
+/// - `0:PEER` / `RS:0:PEER`: not to PEER; `0:RS` / `RS:0:0`: to no one, except
+///   `RS:PEER` / `RS:1:PEER`: to PEER;
+/// - `65501..65503:PEER` (`:0` for everyone) / `RS:101..103:PEER`: prepend the announcing
+///   neighbor's AS 1-3 times towards PEER.
+fn rs_control(rs: u32, receiver: Option<u32>, c: &Communities<'_>) -> RsControl {
+    let Some(peer) = receiver else {
+        return RsControl::Pass {
+            prepend: 0,
+            changes: false,
+        };
+    };
+    let mut deny = false;
+    let mut none = false;
+    let mut allow = false;
+    let mut prepend = 0u8;
+    let mut any = false;
+    let small = |x: u32| x <= 0xFFFF;
+    for x in c.iter() {
+        match x {
+            Community::Standard(v) => {
+                let (hi, lo) = (v >> 16, v & 0xFFFF);
+                if hi == 0 || (small(rs) && hi == rs) || RS_PREPEND.contains(&hi) {
+                    any = true;
+                }
+                if hi == 0 && small(peer) && lo == peer {
+                    deny = true;
+                }
+                if hi == 0 && small(rs) && lo == rs {
+                    none = true;
+                }
+                if small(rs) && hi == rs && small(peer) && lo == peer {
+                    allow = true;
+                }
+                if let Some(n) = RS_PREPEND.iter().position(|&p| p == hi) {
+                    if lo == 0 || (small(peer) && lo == peer) {
+                        prepend = prepend.max(n as u8 + 1);
+                    }
+                }
+            }
+            Community::Large([a, b, l]) if a == rs => {
+                any = true;
+                match b {
+                    0 if l == peer => deny = true,
+                    0 if l == 0 => none = true,
+                    1 if l == peer => allow = true,
+                    101..=103 if l == peer || l == 0 => prepend = prepend.max((b - 100) as u8),
+                    _ => {}
+                }
+            }
+            _ => {}
+        }
+    }
+    if deny || (none && !allow) {
+        return RsControl::Refuse;
+    }
+    RsControl::Pass {
+        prepend,
+        changes: any,
+    }
+}
+
+/// Removes the control communities `route-server-control` reads.
+fn strip_rs_control(a: &mut PathAttributes, rs: u32) {
+    let keep_std = |v: &u32| {
+        let hi = v >> 16;
+        !(hi == 0 || (rs <= 0xFFFF && hi == rs) || RS_PREPEND.contains(&hi))
+    };
+    if let Some(AttrValue::Communities(list)) = a.get(attr::COMMUNITIES).cloned() {
+        let kept: Vec<u32> = list.into_iter().filter(keep_std).collect();
+        set_or_remove(a, attr::COMMUNITIES, kept, AttrValue::Communities);
+    }
+    if let Some(AttrValue::LargeCommunities(list)) = a.get(attr::LARGE_COMMUNITY).cloned() {
+        let kept: Vec<[u32; 3]> = list.into_iter().filter(|l| l[0] != rs).collect();
+        set_or_remove(a, attr::LARGE_COMMUNITY, kept, AttrValue::LargeCommunities);
+    }
+}
+
+fn set_or_remove<T>(a: &mut PathAttributes, code: u8, list: Vec<T>, f: fn(Vec<T>) -> AttrValue) {
+    if list.is_empty() {
+        a.remove(code);
+    } else {
+        a.set(f(list));
+    }
+}
+
+/// Puts an AS at the front of the AS_PATH (RFC 4271 section 5.1.2), making one if absent.
+pub fn prepend_as(a: &mut PathAttributes, asn: u32) {
+    let mut path = a.as_path().cloned().unwrap_or_default();
+    match path.segments.first_mut() {
+        Some(s) if s.kind == segment::AS_SEQUENCE && s.asns.len() < 255 => s.asns.insert(0, asn),
+        _ => path.segments.insert(
+            0,
+            AsSegment {
+                kind: segment::AS_SEQUENCE,
+                asns: vec![asn],
+            },
+        ),
+    }
+    a.set(AttrValue::AsPath(path));
+}
+
+fn modify(x: &Modify, m: &mut Modified, cx: &ApplyContext) {
+    let a = &mut m.attrs;
+    match x {
+        Modify::CommunitySet(sets) => {
+            a.remove(attr::COMMUNITIES);
+            a.remove(attr::EXTENDED_COMMUNITIES);
+            a.remove(attr::LARGE_COMMUNITY);
+            add_communities(a, sets);
+        }
+        Modify::CommunityDelete(sets) => {
+            let hit = |c: Community| sets.iter().any(|s| s.any_matches(&c));
+            if let Some(AttrValue::Communities(l)) = a.get(attr::COMMUNITIES).cloned() {
+                let kept = l
+                    .into_iter()
+                    .filter(|v| !hit(Community::Standard(*v)))
+                    .collect();
+                set_or_remove(a, attr::COMMUNITIES, kept, AttrValue::Communities);
+            }
+            if let Some(AttrValue::ExtCommunities(l)) = a.get(attr::EXTENDED_COMMUNITIES).cloned() {
+                let kept = l
+                    .into_iter()
+                    .filter(|v| !hit(Community::Extended(*v)))
+                    .collect();
+                set_or_remove(
+                    a,
+                    attr::EXTENDED_COMMUNITIES,
+                    kept,
+                    AttrValue::ExtCommunities,
+                );
+            }
+            if let Some(AttrValue::LargeCommunities(l)) = a.get(attr::LARGE_COMMUNITY).cloned() {
+                let kept = l
+                    .into_iter()
+                    .filter(|v| !hit(Community::Large(*v)))
+                    .collect();
+                set_or_remove(a, attr::LARGE_COMMUNITY, kept, AttrValue::LargeCommunities);
+            }
+        }
+        Modify::CommunityAdd(sets) => add_communities(a, sets),
+        Modify::LocalPref(op) => {
+            let v = op.on(a.local_pref().unwrap_or(100));
+            a.set(AttrValue::LocalPref(v));
+            m.local_pref_set = true;
+        }
+        Modify::Med(op) => {
+            let v = op.on(a.med().unwrap_or(0));
+            a.set(AttrValue::Med(v));
+            m.med_set = true;
+        }
+        Modify::Prepend(list) => {
+            for asn in list.iter().rev() {
+                prepend_as(a, *asn);
+            }
+        }
+        Modify::PrependOwn(n) => {
+            for _ in 0..*n {
+                prepend_as(a, cx.own_as);
+            }
+        }
+        Modify::ExpandLastAs(n) => {
+            let last = a
+                .as_path()
+                .and_then(|p| p.segments.first())
+                .filter(|x| x.kind == segment::AS_SEQUENCE)
+                .and_then(|x| x.asns.first().copied())
+                .unwrap_or(cx.own_as);
+            for _ in 0..*n {
+                prepend_as(a, last);
+            }
+        }
+        Modify::NextHop(n) => m.next_hop = Some(*n),
+        Modify::Origin(o) => a.set(AttrValue::Origin(*o)),
+    }
+}
+
+/// Adds the values of these sets that the route does not have yet, each kind to its own
+/// attribute.
+fn add_communities(a: &mut PathAttributes, sets: &[Arc<CommunitySet>]) {
+    let mut std: Vec<u32> = a.communities().to_vec();
+    let mut ext: Vec<[u8; 8]> = match a.get(attr::EXTENDED_COMMUNITIES) {
+        Some(AttrValue::ExtCommunities(l)) => l.clone(),
+        _ => Vec::new(),
+    };
+    let mut large: Vec<[u32; 3]> = a.large_communities().to_vec();
+    let (s0, e0, l0) = (std.len(), ext.len(), large.len());
+    for c in sets.iter().flat_map(|s| s.values()) {
+        match c {
+            Community::Standard(v) if !std.contains(&v) => std.push(v),
+            Community::Extended(v) if !ext.contains(&v) => ext.push(v),
+            Community::Large(v) if !large.contains(&v) => large.push(v),
+            _ => {}
+        }
+    }
+    if std.len() != s0 {
+        a.set(AttrValue::Communities(std));
+    }
+    if ext.len() != e0 {
+        a.set(AttrValue::ExtCommunities(ext));
+    }
+    if large.len() != l0 {
+        a.set(AttrValue::LargeCommunities(large));
+    }
+}
