@@ -7,6 +7,11 @@
 //! misses the live stream, and later catches up from the shards' state (a table dump) plus
 //! the withdrawals it missed, so one slow peer never holds back its group.
 //!
+//! A member whose export policy changes moves to another group of its update thread without
+//! leaving its session: it keeps getting the old group's changes from each shard until that
+//! shard starts a dump of the new group to it (sending only what differs, when it was in
+//! step), so nothing is missed or sent out of order.
+//!
 //! It must never block (members are written through non-blocking sinks), look at paths or
 //! best-path state (the shards own them), or do anything per member that can be done once per
 //! group.
@@ -60,6 +65,9 @@ pub trait Sink: Send {
     }
     /// The neighbor behind it, as logs name it (`ADDRESS (ASn)`).
     fn neighbor(&self) -> &str;
+    /// Another handle on the same writer (a member moving between two groups is in both
+    /// for a moment; both write from one thread, so their bytes keep their order).
+    fn duplicate(&self) -> Box<dyn Sink>;
 }
 
 /// One change for a group: the prefix, what to advertise (`None` to withdraw), and the peer
@@ -171,13 +179,58 @@ struct Member {
     /// token completes.
     eorr: Option<(u64, Family)>,
     stats: MemberStats,
+    /// Moving to another group: per shard, whether that shard has handed the member over
+    /// (it follows only the others here, and is never split off meanwhile).
+    moving: Option<Vec<bool>>,
+    /// Moved here from this group, until every shard has handed it over.
+    moved_from: Option<GroupId>,
+    /// Per shard, whether it has handed the member over from the old group: until then the
+    /// old group sends it that shard's changes, so it remembers none missed here.
+    handed: Vec<bool>,
+    /// The spec of the group it moved from, until a dump here completes: each dump to it
+    /// also withdraws what that spec exported and this one does not.
+    previous: Option<Previous>,
+}
+
+/// What a member moved from: the specs whose exports it may still hold (several when it
+/// moved again before a dump completed), and whether it was in step with the one it moved
+/// from (then a dump need send only what differs from it).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Previous {
+    pub specs: Vec<Arc<GroupSpec>>,
+    pub in_step: bool,
+}
+
+impl Previous {
+    /// The same spec, for a dump that cannot rely on the member being in step with it.
+    pub fn full(self) -> Previous {
+        Previous {
+            in_step: false,
+            ..self
+        }
+    }
+}
+
+/// What a member takes along when it moves to another group of the same update thread.
+pub struct Moving {
+    id: MemberId,
+    sink: Box<dyn Sink>,
+    /// Specs before the group's own whose exports it may hold.
+    earlier: Vec<Arc<GroupSpec>>,
+    in_step: bool,
+    eor: bool,
+    eorr: Option<Family>,
+    stats: MemberStats,
 }
 
 /// What a group asks its update thread to do next.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct DumpRequest {
     pub member: MemberId,
     pub token: u64,
+    /// A member that moved here from another spec: the shards also withdraw what that spec
+    /// exported and this one does not.
+    pub previous: Option<Previous>,
 }
 
 pub struct UpdateGroup {
@@ -309,13 +362,172 @@ impl UpdateGroup {
             eor_token: Some(token),
             eorr: None,
             stats: MemberStats::default(),
+            moving: None,
+            moved_from: None,
+            handed: Vec::new(),
+            previous: None,
         });
+    }
+
+    /// A member starts moving to another group of this update thread (its export policy
+    /// changed): it stays here, following the shards it follows, until each hands it over
+    /// ([`UpdateGroup::hand_over`]). What it takes along: its writer, whether it is in step,
+    /// and the End-of-RIB or EoRR it still waits for.
+    pub fn start_move(&mut self, id: MemberId) -> Option<Moving> {
+        self.send_held_dump();
+        let shards = self.shards;
+        let m = self
+            .members
+            .iter_mut()
+            .find(|m| m.id == id && m.moving.is_none())?;
+        m.moving = Some(vec![false; shards]);
+        Some(Moving {
+            id,
+            sink: m.sink.duplicate(),
+            earlier: m.previous.take().map(|p| p.specs).unwrap_or_default(),
+            in_step: m.state == State::InStep,
+            eor: m.eor_token.take().is_some(),
+            eorr: m.eorr.take().map(|(_, f)| f),
+            stats: std::mem::take(&mut m.stats),
+        })
+    }
+
+    /// Shard `shard` now sends a moving member its changes in the new group: the member stops
+    /// following it here. Returns the withdrawals it missed from that shard, for the new
+    /// group to send; once every shard has handed it over, it leaves.
+    pub fn hand_over(&mut self, id: MemberId, shard: usize) -> HashSet<Prefix> {
+        let Some(m) = self
+            .members
+            .iter_mut()
+            .find(|m| m.id == id && m.moving.is_some())
+        else {
+            return HashSet::new();
+        };
+        if let Some(l) = m.live.get_mut(shard) {
+            *l = false;
+        }
+        let missed = m
+            .missed
+            .get_mut(shard)
+            .map(std::mem::take)
+            .unwrap_or_default();
+        if let Some(done) = m.moving.as_mut().and_then(|v| v.get_mut(shard)) {
+            *done = true;
+        }
+        if m.moving.as_ref().is_some_and(|v| v.iter().all(|d| *d)) {
+            self.members.retain(|x| x.id != id || x.moving.is_none());
+        }
+        missed
+    }
+
+    /// Every shard's hand-over at once, with what the member missed from each (a re-shard:
+    /// the shards' walks are gone, and the new group's dump starts again).
+    pub fn hand_over_all(&mut self, id: MemberId) -> Vec<HashSet<Prefix>> {
+        (0..self.shards).map(|s| self.hand_over(id, s)).collect()
+    }
+
+    /// A member moving in from group `from`: it gets a table dump under a new token, which
+    /// also withdraws what `previous` exported (only what differs when it was in step).
+    pub fn join_moved(
+        &mut self,
+        m: Moving,
+        from: GroupId,
+        previous: Arc<GroupSpec>,
+    ) -> DumpRequest {
+        self.send_held_dump();
+        self.leave(m.id);
+        let token = self.next_token;
+        self.next_token += 1;
+        let mut specs = m.earlier;
+        specs.push(previous);
+        let prev = Previous {
+            in_step: m.in_step && specs.len() == 1,
+            specs,
+        };
+        self.members.push(Member {
+            id: m.id,
+            sink: m.sink,
+            high_water: self.limits.high_water,
+            live: vec![false; self.shards],
+            missed: vec![HashSet::new(); self.shards],
+            state: State::Dumping {
+                token,
+                remaining: self.shards,
+            },
+            eor_token: m.eor.then_some(token),
+            eorr: m.eorr.map(|f| (token, f)),
+            stats: m.stats,
+            moving: None,
+            moved_from: Some(from),
+            handed: vec![false; self.shards],
+            previous: Some(prev.clone()),
+        });
+        DumpRequest {
+            member: m.id,
+            token,
+            previous: Some(prev),
+        }
+    }
+
+    /// The members still moving in from another group.
+    pub fn moving_in(&self) -> Vec<MemberId> {
+        self.members
+            .iter()
+            .filter(|m| m.moved_from.is_some())
+            .map(|m| m.id)
+            .collect()
+    }
+
+    /// The group a member is moving in from, while some shard has not handed it over.
+    pub fn moved_from(&self, id: MemberId) -> Option<GroupId> {
+        self.members
+            .iter()
+            .find(|m| m.id == id)
+            .and_then(|m| m.moved_from)
+    }
+
+    /// What a shard (or, `None`, every shard) of the old group handed over: withdrawals to
+    /// send with this group's dump. `done`: every shard has.
+    pub fn moved_in(
+        &mut self,
+        id: MemberId,
+        shard: Option<usize>,
+        missed: Vec<HashSet<Prefix>>,
+        done: bool,
+    ) {
+        let Some(m) = self.members.iter_mut().find(|m| m.id == id) else {
+            return;
+        };
+        match shard {
+            Some(s) => {
+                if let (Some(into), Some(set)) = (m.missed.get_mut(s), missed.into_iter().next()) {
+                    into.extend(set);
+                }
+                if let Some(h) = m.handed.get_mut(s) {
+                    *h = true;
+                }
+            }
+            None => {
+                for (into, set) in m.missed.iter_mut().zip(missed) {
+                    into.extend(set);
+                }
+                m.handed.iter_mut().for_each(|h| *h = true);
+            }
+        }
+        if done {
+            m.moved_from = None;
+        }
     }
 
     pub fn leave(&mut self, id: MemberId) {
         self.send_held_dump();
         self.members
             .retain(|m| m.id.peer != id.peer || m.id.epoch > id.epoch);
+    }
+
+    /// Whether a member of this id is here (moving out or not).
+    pub fn has(&self, id: MemberId) -> bool {
+        self.members.iter().any(|m| m.id == id)
     }
 
     /// A ROUTE-REFRESH from a member (RFC 2918): the table again, from every shard. With
@@ -341,7 +553,11 @@ impl UpdateGroup {
             token,
             remaining: self.shards,
         };
-        Some(DumpRequest { member: id, token })
+        Some(DumpRequest {
+            member: id,
+            token,
+            previous: m.previous.clone().map(Previous::full),
+        })
     }
 
     /// Packs entries into UPDATEs: withdrawals first, then announcements grouped by
@@ -515,8 +731,12 @@ impl UpdateGroup {
                 }
             }
             // Not following this shard yet, or split off: remember what it must unlearn
-            // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
+            // (withdrawing a prefix it never had is harmless, RFC 4271 section 9). A member
+            // moving in still gets the shards not handed over yet from its old group.
             for (s, batch) in batches {
+                if m.moved_from.is_some() && m.handed.get(*s) == Some(&false) {
+                    continue;
+                }
                 if let Some(missed) = m.missed.get_mut(*s) {
                     missed.extend(
                         batch
@@ -690,6 +910,10 @@ impl UpdateGroup {
             return;
         };
         m.state = State::InStep;
+        // A whole table under this spec is in: nothing of the one it moved from is left.
+        if m.moved_from.is_none() {
+            m.previous = None;
+        }
         if let Some((_, f)) = m.eorr.take().filter(|(t, _)| *t == token) {
             send(m, route_refresh(f, RouteRefresh::EORR));
         }
@@ -710,7 +934,9 @@ impl UpdateGroup {
 
     fn find(&mut self, member: MemberId, token: u64) -> Option<&mut Member> {
         self.members.iter_mut().find(|m| {
-            m.id == member && matches!(m.state, State::Dumping { token: t, .. } if t == token)
+            m.id == member
+                && m.moving.is_none()
+                && matches!(m.state, State::Dumping { token: t, .. } if t == token)
         })
     }
 
@@ -754,9 +980,13 @@ impl UpdateGroup {
                 };
                 // An enhanced route refresh still ends with its EoRR, after the new dump.
                 m.eorr = m.eorr.map(|(_, f)| (token, f));
+                if m.eor_token.is_some() {
+                    m.eor_token = Some(token);
+                }
                 out.push(DumpRequest {
                     member: m.id,
                     token,
+                    previous: m.previous.clone().map(Previous::full),
                 });
             }
         }
@@ -765,14 +995,19 @@ impl UpdateGroup {
 
     /// Split members whose queue has drained: each needs a table dump under a new token.
     pub fn catch_ups(&mut self) -> Vec<DumpRequest> {
-        let due = |m: &Member| m.state == State::Slow && m.sink.queued() < self.limits.low_water;
+        let due = |m: &Member| {
+            m.state == State::Slow && m.moving.is_none() && m.sink.queued() < self.limits.low_water
+        };
         if !self.members.iter().any(due) {
             return Vec::new();
         }
         self.send_held_dump();
         let mut out = Vec::new();
         for m in &mut self.members {
-            if m.state == State::Slow && m.sink.queued() < self.limits.low_water {
+            if m.state == State::Slow
+                && m.moving.is_none()
+                && m.sink.queued() < self.limits.low_water
+            {
                 let token = self.next_token;
                 self.next_token += 1;
                 m.state = State::Dumping {
@@ -783,6 +1018,7 @@ impl UpdateGroup {
                 out.push(DumpRequest {
                     member: m.id,
                     token,
+                    previous: m.previous.clone().map(Previous::full),
                 });
             }
         }
@@ -835,8 +1071,12 @@ fn send(m: &mut Member, out: Outgoing) -> bool {
         return false;
     }
     // A member receiving a table dump takes it all: the dump is bounded by the table, and
-    // splitting it off would only restart the dump.
-    if m.sink.queued() > m.high_water && !matches!(m.state, State::Dumping { .. }) {
+    // splitting it off would only restart the dump. A member moving out is not split off
+    // either: its new group's dump follows at once.
+    if m.sink.queued() > m.high_water
+        && !matches!(m.state, State::Dumping { .. })
+        && m.moving.is_none()
+    {
         m.stats.write_queue_blocks += 1;
         m.stats.slow_writer += 1;
         m.stats.last_slow_writer = Some(std::time::SystemTime::now());

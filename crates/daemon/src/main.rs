@@ -73,6 +73,59 @@ enum Command {
         #[command(subcommand)]
         command: MrtCommand,
     },
+    /// Routing policy of a configuration file, offline.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
+}
+
+#[derive(Subcommand)]
+enum PolicyCommand {
+    /// Run policies (a chain, as `import` or `export` lists them) against a route: prints
+    /// the term that decided and the attributes the route leaves with.
+    Test {
+        /// The policies, in order (policy-statement names, or accept / reject /
+        /// route-server-control).
+        #[arg(required = true)]
+        policies: Vec<String>,
+        /// The configuration file whose [policy-options] they are in.
+        #[arg(long, short, default_value = config::DEFAULT_FILE)]
+        config: PathBuf,
+        /// The route's prefix, as 198.51.100.0/24.
+        #[arg(long)]
+        prefix: String,
+        /// Its AS path, as "65001 13335" (the neighbor's AS first).
+        #[arg(long, default_value = "")]
+        as_path: String,
+        /// A community it carries: 65000:100, no-export, target:65000:1, large:65000:1:2.
+        #[arg(long = "community")]
+        communities: Vec<String>,
+        /// The neighbor it was learned from.
+        #[arg(long, default_value = "192.0.2.2")]
+        neighbor: std::net::IpAddr,
+        /// That neighbor's AS (default: the AS path's first, else ours).
+        #[arg(long)]
+        peer_as: Option<u32>,
+        /// Learned over iBGP (then falling off the chain's end accepts; else it rejects,
+        /// RFC 8212).
+        #[arg(long)]
+        internal: bool,
+        /// Its next hop (default: the neighbor).
+        #[arg(long)]
+        next_hop: Option<std::net::IpAddr>,
+        #[arg(long)]
+        local_preference: Option<u32>,
+        /// MULTI_EXIT_DISC.
+        #[arg(long)]
+        med: Option<u32>,
+        /// igp, egp or incomplete.
+        #[arg(long, default_value = "igp")]
+        origin: String,
+        /// For an export chain with route-server-control: the receiving neighbor's AS.
+        #[arg(long)]
+        receiver_as: Option<u32>,
+    },
 }
 
 #[derive(Subcommand)]
@@ -173,6 +226,7 @@ fn main() -> ExitCode {
         ),
         Command::Advise => advise(&cli.socket, cli.json),
         Command::Config { command } => config_command(command),
+        Command::Policy { command } => policy_command(command),
         Command::Mrt { command } => match mrt(command) {
             Ok(()) => ExitCode::SUCCESS,
             // A closed pipe (`ribshard mrt dump f | head`) is not an error.
@@ -252,6 +306,56 @@ fn advise(socket: &str, json: bool) -> ExitCode {
         print!("{}", advise::render(&machine, workload.as_ref(), &a));
     }
     ExitCode::SUCCESS
+}
+
+fn policy_command(command: PolicyCommand) -> ExitCode {
+    let PolicyCommand::Test {
+        policies,
+        config: file,
+        prefix,
+        as_path,
+        communities,
+        neighbor,
+        peer_as,
+        internal,
+        next_hop,
+        local_preference,
+        med,
+        origin,
+        receiver_as,
+    } = command;
+    let checked = config::load(&file);
+    let c = match checked.config {
+        Ok(c) => c,
+        Err(errors) => {
+            eprintln!("{errors}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let peer_as = peer_as.or_else(|| as_path.split_whitespace().next()?.parse().ok());
+    let route = ribshard::policy_test::Route {
+        prefix,
+        as_path,
+        communities,
+        neighbor,
+        peer_as,
+        internal,
+        next_hop,
+        local_preference,
+        med,
+        origin,
+        receiver_as,
+    };
+    match ribshard::policy_test::test(&c, &policies, &route) {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(2)
+        }
+    }
 }
 
 fn config_command(command: ConfigCommand) -> ExitCode {

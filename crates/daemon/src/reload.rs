@@ -2,11 +2,14 @@
 //! file, what is applied with sessions kept up, and what waits for a restart.
 //!
 //! Applied live: `rib-sharding.number-of-shards` and `update-threading.number-of-threads`
-//! (the pipeline re-shards; Junos restarts its routing daemon for this) and the neighbors: a
-//! neighbor no longer configured is sent Cease / Peer De-configured and its routes go; a new
-//! one gets a session; one whose session settings differ (anything of its own, or inherited:
-//! `local-as`, `router-id`, policies, timers, ...) is sent Cease / Other Configuration Change
-//! (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`,
+//! (the pipeline re-shards; Junos restarts its routing daemon for this), policies and the
+//! neighbors. A neighbor whose import or export policy changed (its chain, or a policy,
+//! prefix list or community the chain uses) keeps its session: the new import policy is
+//! applied to its routes kept as received, and its new export policy sends it what
+//! changes. A neighbor no longer configured is sent Cease / Peer De-configured and its
+//! routes go; a new one gets a session; one whose other session settings differ (anything
+//! of its own, or inherited: `local-as`, `router-id`, timers, ...) is sent Cease / Other
+//! Configuration Change (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`,
 //! `write-queue-high-water`, `update-delay` and `[management]` wait for a restart, and are
 //! named.
 //!
@@ -28,6 +31,8 @@ pub enum NeighborChange {
     Removed(usize),
     /// Its session restarts with these settings.
     Changed(usize, PeerSettings),
+    /// Only its policies changed: applied with the session kept.
+    Policies(usize, PeerSettings),
     Added(PeerSettings),
 }
 
@@ -83,9 +88,17 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
     }
     for (k, s) in &now {
         if let Some((i, was)) = old.get(k) {
-            if was != s {
-                p.neighbors.push(NeighborChange::Changed(*i, s.clone()));
+            if was == s {
+                continue;
             }
+            let mut same_but_policies = was.clone();
+            same_but_policies.routing.import = s.routing.import.clone();
+            same_but_policies.routing.export = s.routing.export.clone();
+            p.neighbors.push(if same_but_policies == *s {
+                NeighborChange::Policies(*i, s.clone())
+            } else {
+                NeighborChange::Changed(*i, s.clone())
+            });
         }
     }
     for (k, s) in now {
@@ -105,6 +118,50 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c.management = running.management.clone();
     c.update_delay = running.update_delay;
     c
+}
+
+/// A neighbor's new policies, applied with its session kept.
+async fn policies_changed(
+    live: &mut crate::state::Live,
+    i: usize,
+    s: &PeerSettings,
+    reply: &mut ReloadReply,
+) {
+    let Some(h) = live.sessions.peers.get_mut(i) else {
+        return;
+    };
+    let name = h.settings.name();
+    let was = h.settings.routing.clone();
+    let done = h
+        .set_policies(ribshard_engine::Policies {
+            import: s.routing.import.clone(),
+            export: s.routing.export.clone(),
+        })
+        .await;
+    for (what, old, new, live_now) in [
+        ("import", &was.import, &s.routing.import, done.reimported),
+        ("export", &was.export, &s.routing.export, done.regrouped),
+    ] {
+        if old == new {
+            continue;
+        }
+        let how = match (what, live_now) {
+            ("import", true) => "applied to the routes kept as received, session kept",
+            ("export", true) => "what it changes is being sent, session kept",
+            _ => "in use from the next session (not up now)",
+        };
+        info!(neighbor = %name, policy = what, chain = ?new.names(), "{how}");
+        reply.changes.push(format!(
+            "neighbor {name}: {what} policy [{}]: {how}",
+            new.names().join(" ")
+        ));
+    }
+    for a in live.active.iter_mut().filter(|(j, _)| *j == i) {
+        a.1 = s.clone();
+    }
+    if let Some(p) = live.peers.get_mut(i) {
+        *p = s.clone();
+    }
 }
 
 /// How long a neighbor removed or changed by a reload gets to send its NOTIFICATION.
@@ -182,10 +239,15 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         }
     }
     for change in &plan.neighbors {
+        if let NeighborChange::Policies(i, s) = change {
+            policies_changed(&mut live, *i, s, &mut reply).await;
+            continue;
+        }
         let (gone, subcode, start) = match change {
             NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None),
             NeighborChange::Changed(i, s) => (Some(*i), cease::OTHER_CONFIGURATION_CHANGE, Some(s)),
             NeighborChange::Added(s) => (None, 0, Some(s)),
+            NeighborChange::Policies(..) => continue,
         };
         if let Some(i) = gone {
             if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.name()) {

@@ -29,6 +29,9 @@ impl Sink for Discard {
     fn neighbor(&self) -> &str {
         "test downstream"
     }
+    fn duplicate(&self) -> Box<dyn Sink> {
+        Box::new(Discard(self.0.clone()))
+    }
 }
 
 /// Everything through the pipeline: two upstream peers, one downstream peer.

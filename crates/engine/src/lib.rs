@@ -23,4 +23,4 @@ pub mod socket;
 pub mod telemetry;
 
 pub use negotiate::{Negotiated, PeerSettings};
-pub use session::{Inbound, SessionHandle, SessionStatus, Sessions};
+pub use session::{Inbound, Policies, PolicyApplied, SessionHandle, SessionStatus, Sessions};

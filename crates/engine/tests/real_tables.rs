@@ -35,6 +35,9 @@ impl Sink for Received {
     fn neighbor(&self) -> &str {
         "test downstream"
     }
+    fn duplicate(&self) -> Box<dyn Sink> {
+        Box::new(self.clone())
+    }
 }
 
 /// The downstream peer's table from the UPDATEs it was sent: each prefix with the second AS

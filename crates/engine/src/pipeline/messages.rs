@@ -47,11 +47,14 @@ pub enum ToShard {
     Routes(Batch),
     /// One part of a message to every shard.
     All(Broadcast),
-    /// Dump the table to a member (route refresh, slow-peer catch-up).
+    /// Dump the table to a member (route refresh, slow-peer catch-up, a member moved in
+    /// from another group: then what the previous spec exported and this one does not is
+    /// withdrawn too).
     Dump {
         group: GroupId,
         member: MemberId,
         token: u64,
+        previous: Option<ribshard_adjout::Previous>,
     },
     /// Update-thread work, when update threading is off and the shard does it.
     Update(Box<ToUpdate>),
@@ -100,6 +103,14 @@ pub enum Broadcast {
     /// The start-up deferral is over ([`super::UpdateDelay`]): the members held back join
     /// their groups and get the table.
     AdvertiseNow,
+    /// A member moves from one update group to another (its export policy changed, and with
+    /// it its group): the shards learn the new group, and go on sending the old one this
+    /// member's changes until it asks them for the new group's dump.
+    Regroup {
+        member: MemberId,
+        from: GroupId,
+        to: Membership,
+    },
     /// The peer's import policy, for the paths it sends from now on; with `reimport`, also
     /// applied again to those it sent before (kept as received: no route refresh needed).
     Import {
@@ -119,7 +130,7 @@ impl Broadcast {
             | Broadcast::FlushStale { peer, .. }
             | Broadcast::Marker { peer, .. }
             | Broadcast::Import { peer, .. } => Some(*peer),
-            Broadcast::AdvertiseNow => None,
+            Broadcast::AdvertiseNow | Broadcast::Regroup { .. } => None,
         }
     }
 }
@@ -197,6 +208,14 @@ pub enum ToUpdate {
         group: GroupId,
         member: MemberId,
     },
+    /// A member moves to group `to` of the same update thread (made with `spec` if new):
+    /// see [`Broadcast::Regroup`].
+    Move {
+        group: GroupId,
+        to: GroupId,
+        spec: Arc<GroupSpec>,
+        member: MemberId,
+    },
     /// A ROUTE-REFRESH; `enhanced`: the family of the request when the member negotiated
     /// enhanced route refresh (RFC 7313), which frames the dump with BoRR and EoRR.
     Refresh {
@@ -252,6 +271,7 @@ impl ToUpdate {
         match self {
             ToUpdate::Join { group, .. }
             | ToUpdate::Leave { group, .. }
+            | ToUpdate::Move { group, .. }
             | ToUpdate::Refresh { group, .. }
             | ToUpdate::Live { group, .. }
             | ToUpdate::DumpBegin { group, .. }

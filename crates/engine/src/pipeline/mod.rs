@@ -35,6 +35,7 @@ mod deferral;
 mod lanes;
 mod messages;
 mod query;
+mod registry;
 mod shard_thread;
 mod update_thread;
 
@@ -49,6 +50,7 @@ pub use messages::{
 pub use query::{QueueReport, QueueState, RouteWalk};
 
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
+use registry::Registry;
 use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::{GroupSpec, Options, PeerIndex, PeerInfo, Shard};
 use ribshard_wire::Family;
@@ -94,18 +96,6 @@ impl PipelineConfig {
             ..self
         }
     }
-}
-
-/// Update groups by what makes them one: members with identical specs share one group.
-#[derive(Default)]
-struct Registry {
-    /// Group and members per spec.
-    groups: HashMap<Arc<GroupSpec>, (GroupId, usize)>,
-    /// The update thread of every group that exists (in the registry or, until its last
-    /// member's Leave is delivered, in an update thread).
-    placement: HashMap<GroupId, usize>,
-    next_id: GroupId,
-    next_thread: usize,
 }
 
 /// What a re-shard did.
@@ -277,54 +267,61 @@ impl Pipeline {
     /// The update group for a member with this spec; creates it (on the next update thread,
     /// round-robin) if it is the first.
     pub fn join_group(&self, spec: GroupSpec) -> (GroupId, Arc<GroupSpec>, usize) {
-        let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some((k, v)) = r.groups.get_key_value(&spec) {
-            let (id, _) = *v;
-            let k = k.clone();
-            if let Some(v) = r.groups.get_mut(&spec) {
-                v.1 += 1;
-            }
-            let t = r.placement.get(&id).copied().unwrap_or(0);
-            return (id, k, t);
-        }
-        let id = r.next_id;
-        r.next_id += 1;
         let threads = self.lanes().updates.len().max(1);
-        let t = r.next_thread % threads;
-        r.next_thread += 1;
-        let spec = Arc::new(spec);
-        r.groups.insert(spec.clone(), (id, 1));
-        r.placement.insert(id, t);
-        (id, spec, t)
+        lock(&self.registry).join(spec, threads)
     }
 
     /// Update groups with members now.
     pub fn groups(&self) -> usize {
-        self.registry
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .groups
-            .len()
+        lock(&self.registry).len()
     }
 
-    pub fn leave_group(&self, spec: &GroupSpec) {
-        let mut r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
-        let gone = match r.groups.get_mut(spec) {
-            Some(v) => {
-                v.1 = v.1.saturating_sub(1);
-                (v.1 == 0).then_some(v.0)
-            }
-            None => None,
+    pub fn leave_group(&self, group: GroupId) {
+        lock(&self.registry).leave(group);
+    }
+
+    /// The messages that move a member to the update group of a new spec (its export
+    /// policy changed) with its session kept: the shards learn the group, then its update
+    /// thread moves the member and asks each shard for the new group's dump, which sends
+    /// what the old spec's export and the new one's differ in. Returns them in the order to
+    /// send, and the member's place now.
+    pub fn regroup(&self, joined: &Joined, spec: GroupSpec) -> (Vec<Routed>, Joined) {
+        let (group, spec, t) = lock(&self.registry).regroup(joined.group, spec);
+        let to = Membership {
+            group,
+            spec: spec.clone(),
+            update_thread: t,
+            member: joined.member,
         };
-        if let Some(id) = gone {
-            r.groups.remove(spec);
-            r.placement.remove(&id);
-        }
+        let l = self.lanes();
+        let mut out = l.broadcast(Broadcast::Regroup {
+            member: joined.member,
+            from: joined.group,
+            to,
+        });
+        out.push(l.routed(l.to_update(
+            t,
+            ToUpdate::Move {
+                group: joined.group,
+                to: group,
+                spec: spec.clone(),
+                member: joined.member,
+            },
+        )));
+        (
+            out,
+            Joined {
+                group,
+                spec,
+                update_thread: t,
+                member: joined.member,
+            },
+        )
     }
 
     /// The update thread of a group now (`hint` for a group no longer registered).
     pub(super) fn placement(&self, group: GroupId, hint: usize) -> usize {
-        let r = self.registry.lock().unwrap_or_else(|e| e.into_inner());
+        let r = lock(&self.registry);
         r.placement.get(&group).copied().unwrap_or(hint)
     }
 
@@ -389,7 +386,7 @@ impl Pipeline {
         if let Some(j) = &joined {
             // Where the group is now: a re-shard since the member joined may have moved it.
             let t = self.placement(j.group, j.update_thread);
-            self.leave_group(&j.spec);
+            self.leave_group(j.group);
             out.push(l.routed(l.to_update(
                 t,
                 ToUpdate::Leave {
@@ -553,7 +550,7 @@ impl Pipeline {
         let ids: BTreeSet<GroupId> = groups
             .iter()
             .map(|g| g.id)
-            .chain(r.groups.values().map(|v| v.0))
+            .chain(r.ids())
             .chain(shard_groups.iter().map(|g| g.0))
             .collect();
         let threads = config.update_threads.max(1);
@@ -592,6 +589,7 @@ impl Pipeline {
                         group,
                         member: req.member,
                         token: req.token,
+                        previous: req.previous.clone(),
                     },
                 ));
             }

@@ -6,7 +6,7 @@
 
 use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
-use ribshard_adjout::{DumpRequest, Entry, GroupId, UpdateGroup, WriteQueueLimits};
+use ribshard_adjout::{DumpRequest, Entry, GroupId, MemberId, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::PeerIndex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -41,6 +41,17 @@ pub(super) struct UpdateWorker {
     /// what all shards sent at once, and a busy receiver's changes merge while it is busy.
     held: BTreeMap<GroupId, Held>,
     held_entries: usize,
+    /// Moves of a member still moving in from its previous group, in order: each goes once
+    /// every shard has handed the member over (a member is in two groups at most).
+    deferred_moves: Vec<Move>,
+}
+
+/// A member moving from `group` to `to` (made with `spec` if new).
+struct Move {
+    group: GroupId,
+    to: GroupId,
+    spec: Arc<ribshard_rib::GroupSpec>,
+    member: MemberId,
 }
 
 /// A group's live changes held.
@@ -80,7 +91,57 @@ impl UpdateWorker {
             markers: HashMap::new(),
             held: BTreeMap::new(),
             held_entries: 0,
+            deferred_moves: Vec::new(),
         }
+    }
+
+    /// Moves a member between two of its groups (see [`ToUpdate::Move`]), or defers the
+    /// move while the member is still moving into `group`; the new group's dump request.
+    fn start_move(&mut self, mv: Move) -> Option<(GroupId, DumpRequest)> {
+        let still_moving = self
+            .groups
+            .get(&mv.group)
+            .and_then(|g| g.moved_from(mv.member))
+            .is_some();
+        if still_moving {
+            self.deferred_moves.push(mv);
+            return None;
+        }
+        let Move {
+            group,
+            to,
+            spec,
+            member,
+        } = mv;
+        let (m, previous) = self.groups.get_mut(&group).and_then(|g| {
+            let previous = g.spec.clone();
+            g.start_move(member).map(|m| (m, previous))
+        })?;
+        let (shards, limits) = (self.shards, self.limits);
+        let r = self
+            .groups
+            .entry(to)
+            .or_insert_with(|| UpdateGroup::new(to, spec, shards, limits))
+            .join_moved(m, group, previous);
+        Some((to, r))
+    }
+
+    /// The member's deferred moves that can go now, in order.
+    fn moves_due(&mut self, member: MemberId) -> Vec<(GroupId, DumpRequest)> {
+        let mut out = Vec::new();
+        while let Some(i) = self.deferred_moves.iter().position(|d| d.member == member) {
+            let busy = self
+                .groups
+                .get(&self.deferred_moves[i].group)
+                .and_then(|g| g.moved_from(member))
+                .is_some();
+            if busy {
+                break;
+            }
+            let mv = self.deferred_moves.remove(i);
+            out.extend(self.start_move(mv));
+        }
+        out
     }
 
     /// Whether live changes are held for some group.
@@ -132,10 +193,58 @@ impl UpdateWorker {
         self.groups.insert(g.id, g);
     }
 
+    /// A shard (or, `None`, every shard at once) starts a moved member's dump in `group`:
+    /// its old group stops sending it that shard's changes first, and hands over what it
+    /// missed from it.
+    fn hand_over(&mut self, group: GroupId, member: MemberId, shard: Option<usize>) {
+        let Some(from) = self.groups.get(&group).and_then(|g| g.moved_from(member)) else {
+            return;
+        };
+        self.pack_group(from);
+        let (missed, done) = match self.groups.get_mut(&from) {
+            Some(old) => {
+                old.send_held_dump();
+                let missed = match shard {
+                    Some(s) => vec![old.hand_over(member, s)],
+                    None => old.hand_over_all(member),
+                };
+                (missed, !old.has(member))
+            }
+            None => (Vec::new(), true),
+        };
+        if self.groups.get(&from).is_some_and(UpdateGroup::is_empty) {
+            self.groups.remove(&from);
+        }
+        if let Some(g) = self.groups.get_mut(&group) {
+            g.moved_in(member, shard, missed, done);
+        }
+    }
+
     /// Its groups, to hand over (a re-shard). Dump requests not sent yet are dropped: the
-    /// re-shard starts those dumps again.
+    /// re-shard starts those dumps again. Members moving between two groups finish moving
+    /// (the groups may go to different threads), with what they missed in the old one.
     pub(super) fn into_groups(mut self) -> Vec<UpdateGroup> {
         self.pack_held(true);
+        // Moves finish (and moves waiting for them start and finish) here: the dumps they
+        // need are asked of the new shards by the groups themselves (a re-shard restarts
+        // every dump under way).
+        loop {
+            let moving: Vec<(GroupId, MemberId)> = self
+                .groups
+                .iter()
+                .flat_map(|(id, g)| g.moving_in().into_iter().map(|m| (*id, m)))
+                .collect();
+            for (group, member) in &moving {
+                self.hand_over(*group, *member, None);
+            }
+            let Some(member) = self.deferred_moves.first().map(|d| d.member) else {
+                break;
+            };
+            if self.moves_due(member).is_empty() && moving.is_empty() {
+                // Its groups are gone: nothing to move.
+                self.deferred_moves.retain(|d| d.member != member);
+            }
+        }
         self.groups
             .values_mut()
             .for_each(UpdateGroup::send_held_dump);
@@ -150,6 +259,10 @@ impl UpdateWorker {
         // membership and dumps change, every group's before a marker or a barrier.
         match &msg {
             ToUpdate::Live { .. } | ToUpdate::Stats(_) | ToUpdate::Tick => {}
+            ToUpdate::Move { group, to, .. } => {
+                self.pack_group(*group);
+                self.pack_group(*to);
+            }
             ToUpdate::Join { group, .. }
             | ToUpdate::Leave { group, .. }
             | ToUpdate::Refresh { group, .. }
@@ -178,11 +291,36 @@ impl UpdateWorker {
                     .join(member, sink, 0);
             }
             ToUpdate::Leave { group, member } => {
-                if let Some(g) = self.groups.get_mut(&group) {
-                    g.leave(member);
-                    if g.is_empty() {
-                        self.groups.remove(&group);
+                self.deferred_moves
+                    .retain(|d| d.member.peer != member.peer || d.member.epoch > member.epoch);
+                // A member still moving in leaves its old group too.
+                let from = self.groups.get(&group).and_then(|g| g.moved_from(member));
+                for id in [Some(group), from].into_iter().flatten() {
+                    if let Some(g) = self.groups.get_mut(&id) {
+                        g.leave(member);
+                        if g.is_empty() {
+                            self.groups.remove(&id);
+                        }
                     }
+                }
+            }
+            ToUpdate::Move {
+                group,
+                to,
+                spec,
+                member,
+            } => {
+                let mv = Move {
+                    group,
+                    to,
+                    spec,
+                    member,
+                };
+                // After the member's moves waiting already.
+                if self.deferred_moves.iter().any(|d| d.member == member) {
+                    self.deferred_moves.push(mv);
+                } else {
+                    requests.extend(self.start_move(mv));
                 }
             }
             ToUpdate::Refresh {
@@ -231,9 +369,11 @@ impl UpdateWorker {
                 member,
                 token,
             } => {
+                self.hand_over(group, member, Some(shard));
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.dump_begin(shard, member, token);
                 }
+                requests.extend(self.moves_due(member));
             }
             ToUpdate::Dump {
                 shard,
@@ -293,7 +433,7 @@ impl UpdateWorker {
             Some(_) => {
                 for (group, r) in requests {
                     for s in 0..self.shards {
-                        self.unsent.push_back((s, group, r));
+                        self.unsent.push_back((s, group, r.clone()));
                     }
                 }
                 self.flush_requests();
@@ -315,6 +455,7 @@ impl UpdateWorker {
                 group,
                 member: r.member,
                 token: r.token,
+                previous: r.previous.clone(),
             };
             match sender.try_send(msg) {
                 Ok(()) => {}

@@ -95,6 +95,7 @@ impl Progress {
 }
 
 /// A connection's UPDATE stream, as an update group sees it.
+#[derive(Clone)]
 pub(crate) struct RouteSink {
     tx: mpsc::UnboundedSender<(Bytes, u32)>,
     progress: Arc<Progress>,
@@ -125,6 +126,9 @@ impl ribshard_adjout::Sink for RouteSink {
     }
     fn neighbor(&self) -> &str {
         &self.neighbor
+    }
+    fn duplicate(&self) -> Box<dyn ribshard_adjout::Sink> {
+        Box::new(self.clone())
     }
 }
 

@@ -70,6 +70,26 @@ enum Control {
     Stop(Stop),
     Incoming(TcpStream),
     Clear(Clear, oneshot::Sender<Result<(), ClearError>>),
+    Policy(Policies, oneshot::Sender<PolicyApplied>),
+}
+
+/// A neighbor's import and export policy chains.
+#[derive(Clone, Debug)]
+pub struct Policies {
+    pub import: Arc<ribshard_policy::Chain>,
+    pub export: Arc<ribshard_policy::Chain>,
+}
+
+/// What a policy change did to a session that is up (nothing to one that is not: it uses
+/// the new policies when it comes up).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PolicyApplied {
+    /// The new import policy is being applied to the routes the neighbor sent, kept as
+    /// received (no route refresh asked of it).
+    pub reimported: bool,
+    /// The neighbor moved to the update group of its new export policy; it is sent what
+    /// the policy changes.
+    pub regrouped: bool,
 }
 
 /// How a session is stopped.
@@ -143,6 +163,17 @@ impl SessionHandle {
             .map_err(|_| ClearError::Gone)?;
         rx.await.unwrap_or(Err(ClearError::Gone))
     }
+    /// New import and export policies, applied with the session kept up.
+    pub async fn set_policies(&mut self, p: Policies) -> PolicyApplied {
+        self.settings.routing.import = p.import.clone();
+        self.settings.routing.export = p.export.clone();
+        let (tx, rx) = oneshot::channel();
+        if self.tx.send(Control::Policy(p, tx)).await.is_err() {
+            return PolicyApplied::default();
+        }
+        rx.await.unwrap_or_default()
+    }
+
     /// Waits until the session's status satisfies `f`, or the timeout passes.
     pub async fn wait_for(&self, timeout: Duration, f: impl Fn(&SessionStatus) -> bool) -> bool {
         let mut rx = self.status.clone();

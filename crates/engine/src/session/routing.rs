@@ -74,28 +74,13 @@ impl Session {
         let Some(p) = self.pipeline.clone() else {
             return;
         };
-        let r = &self.s.routing;
         let peer = self.index as u32;
-        let local_address = self
-            .conn
-            .as_ref()
-            .and_then(|c| c.local_addr())
-            .map(|a| a.ip());
-        let import = Arc::new(Import {
-            chain: r.import.clone(),
-            source: Source {
-                address: self.s.address,
-                peer_as: self.s.peer_as,
-                internal: self.s.internal,
-            },
-            own_as: self.s.local_as,
-            local_address,
-        });
         self.pending.extend(
-            p.import_policy(peer, import, false)
+            p.import_policy(peer, self.import(), false)
                 .into_iter()
                 .map(Out::Pipe),
         );
+        let r = &self.s.routing;
         let info = PeerInfo {
             ebgp: !self.s.internal,
             router_id: u32::from(n.peer_id),
@@ -152,15 +137,7 @@ impl Session {
             kind,
             local_as: self.s.local_as,
             global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
-            // One AS per group where export needs it: "not back to its AS" on eBGP, and
-            // route-server-control naming the receivers.
-            peer_as: if kind == GroupKind::External
-                || (kind == GroupKind::RouteServer && r.export.reads_receiver())
-            {
-                self.s.peer_as
-            } else {
-                0
-            },
+            peer_as: self.group_peer_as(kind),
             router_id: self.s.router_id,
             next_hop_self,
             local_v4: match local {
@@ -221,6 +198,75 @@ impl Session {
                 self.stale = (left != [false; 2]).then_some((left, until));
             }
         }
+    }
+
+    /// The peer's import policy, with what its actions need of the session.
+    fn import(&self) -> Arc<Import> {
+        Arc::new(Import {
+            chain: self.s.routing.import.clone(),
+            source: Source {
+                address: self.s.address,
+                peer_as: self.s.peer_as,
+                internal: self.s.internal,
+            },
+            own_as: self.s.local_as,
+            local_address: self
+                .conn
+                .as_ref()
+                .and_then(|c| c.local_addr())
+                .map(|a| a.ip()),
+        })
+    }
+
+    /// The members' AS in the update group spec, where export needs one: "not back to its
+    /// AS" on eBGP, and route-server-control naming the receivers.
+    fn group_peer_as(&self, kind: GroupKind) -> u32 {
+        let rs = kind == GroupKind::RouteServer && self.s.routing.export.reads_receiver();
+        if kind == GroupKind::External || rs {
+            self.s.peer_as
+        } else {
+            0
+        }
+    }
+
+    /// New import and export policies (a reload changed them), applied with the session
+    /// kept: the import policy again to the routes kept as received, and the member moved
+    /// to the update group of its new export policy, which sends it what changes.
+    pub(super) fn set_policies(&mut self, new: super::Policies) -> super::PolicyApplied {
+        let mut done = super::PolicyApplied::default();
+        let import_changed = self.s.routing.import != new.import;
+        let export_changed = self.s.routing.export != new.export;
+        self.s.routing.import = new.import;
+        self.s.routing.export = new.export;
+        let Some(p) = self.pipeline.clone() else {
+            return done;
+        };
+        if self.fsm.state() != ribshard_fsm::State::Established {
+            return done;
+        }
+        if import_changed {
+            info!(neighbor = %self.name(), policies = ?self.s.routing.import.names(), "import policy changed: applied again to the routes kept as received");
+            // After the routes handed on so far, before any that follow.
+            self.flush_routes();
+            let msgs = p.import_policy(self.index as u32, self.import(), true);
+            self.pending.extend(msgs.into_iter().map(Out::Pipe));
+            done.reimported = true;
+        }
+        if let (true, Some(j)) = (export_changed, self.joined.clone()) {
+            let mut spec = (*j.spec).clone();
+            spec.export = self.s.routing.export.clone();
+            spec.peer_as = self.group_peer_as(spec.kind);
+            if spec != *j.spec {
+                info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export policy changed: moved to the update group of the new policy, sent what changes");
+                let (msgs, joined) = p.regroup(&j, spec);
+                self.pending.extend(msgs.into_iter().map(Out::Pipe));
+                self.joined = Some(joined);
+                let group = self.joined.clone();
+                self.status.send_modify(|st| st.group = group);
+                done.regrouped = true;
+            }
+        }
+        done
     }
 
     /// The session left Established: its routes leave the pipeline (or stay stale).

@@ -327,6 +327,9 @@ impl Session {
             Control::Clear(how, reply) => {
                 let _ = reply.send(self.clear(how));
             }
+            Control::Policy(p, reply) => {
+                let _ = reply.send(self.set_policies(p));
+            }
         }
     }
 

@@ -38,6 +38,9 @@ impl Sink for TestSink {
     fn neighbor(&self) -> &str {
         "test downstream"
     }
+    fn duplicate(&self) -> Box<dyn Sink> {
+        Box::new(self.clone())
+    }
 }
 
 impl TestSink {

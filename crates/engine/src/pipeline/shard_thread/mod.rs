@@ -11,13 +11,15 @@ use super::{
     Selection, ShardStats, ShownRoute, ToShard, ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
 };
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
-use ribshard_adjout::{Entry, GroupId, MemberId};
+mod dump;
+
+use dump::DumpWalk;
+use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
 use ribshard_rib::{
-    Change, DumpKey, DumpOrder, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position,
-    Shard, Walk, WalkOp,
+    Change, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk, WalkOp,
 };
-use ribshard_wire::{Family, Prefix};
-use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use ribshard_wire::Prefix;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
 use std::time::Instant;
 use tokio::sync::mpsc;
@@ -28,6 +30,24 @@ struct GroupState {
     cache: ExportCache,
     members: usize,
     advertised: Advertised,
+    /// Members moved in from another spec whose dump from this shard has not ended: they
+    /// may hold what an earlier spec exported, so a change that leaves a prefix exported
+    /// by neither old nor new path withdraws it anyway (harmless to the others).
+    moving_in: usize,
+}
+
+impl GroupState {
+    /// A group new to the shard: what it advertises is counted by a walk.
+    fn new(m: &Membership) -> GroupState {
+        GroupState {
+            spec: m.spec.clone(),
+            update_thread: m.update_thread,
+            cache: ExportCache::default(),
+            members: 0,
+            advertised: Advertised::counting(),
+            moving_in: 0,
+        }
+    }
 }
 
 /// What a group advertises from this shard, kept as best paths change. A group new to the
@@ -66,23 +86,6 @@ impl Advertised {
 
 /// How often a tick may sweep the export caches.
 const CACHE_SWEEP: std::time::Duration = std::time::Duration::from_secs(10);
-
-struct DumpWalk {
-    group: GroupId,
-    /// The members this walk dumps to, with their tokens: several of one group when they
-    /// asked before the walk took its first step (sessions coming up together), so the
-    /// table is walked, and each batch encoded, once for all of them.
-    members: Vec<(MemberId, u64)>,
-    /// The table as the walk began, by attribute set, in dump order
-    /// ([`Shard::reported_by_set`]).
-    order: DumpOrder,
-    /// Where it is: a set, and a prefix in it.
-    at: (usize, usize),
-    started: bool,
-    /// Prefixes whose best path changed since the walk began: read again when reached (the
-    /// member follows live changes since DumpBegin, so the walk must send what is now).
-    changed: HashSet<Prefix>,
-}
 
 enum Out {
     /// The update threads, with their queues' accounting.
@@ -124,8 +127,16 @@ pub(super) struct ShardWorker {
     rendered_hint: usize,
     /// During the start-up deferral, the members that came up, held back (`None` once
     /// advertising has started): the shard decides meanwhile but exports to no one.
-    held_members: Option<Vec<Membership>>,
+    held_members: Option<Vec<Held>>,
+    /// Members moving to another group ([`Broadcast::Regroup`]), each move as (from, to)
+    /// in order: the group they come from goes on getting their changes until their dump
+    /// in the new group starts.
+    moving: HashMap<MemberId, Vec<(GroupId, GroupId)>>,
 }
+
+/// A member held back by the start-up deferral, and the dump it will get (token 0, the
+/// first, unless it moved groups meanwhile).
+type Held = (Membership, u64, Option<Previous>);
 
 /// How long a walk question waits at most while routing keeps the shard busy.
 const QUERY_WAIT: std::time::Duration = std::time::Duration::from_millis(100);
@@ -194,6 +205,7 @@ impl ShardWorker {
             loaded: false,
             rendered_hint: 0,
             held_members: deferring.then(Vec::new),
+            moving: HashMap::new(),
         }
     }
 
@@ -216,6 +228,7 @@ impl ShardWorker {
                     cache: ExportCache::default(),
                     members: *members,
                     advertised: Advertised::counting(),
+                    moving_in: 0,
                 },
             );
         }
@@ -252,7 +265,7 @@ impl ShardWorker {
             }
             Out::Inline(w) => {
                 for (group, req) in w.handle(msg) {
-                    self.start_dump(group, req.member, req.token);
+                    self.start_dump(group, req.member, req.token, req.previous);
                 }
             }
         }
@@ -324,11 +337,12 @@ impl ShardWorker {
                 group,
                 member,
                 token,
-            } => self.start_dump(group, member, token),
+                previous,
+            } => self.start_dump(group, member, token, previous),
             ToShard::Update(m) => {
                 if let Out::Inline(w) = &mut self.out {
                     for (group, req) in w.handle(*m) {
-                        self.start_dump(group, req.member, req.token);
+                        self.start_dump(group, req.member, req.token, req.previous);
                     }
                 }
             }
@@ -353,7 +367,7 @@ impl ShardWorker {
             ToShard::Tick => {
                 if let Out::Inline(w) = &mut self.out {
                     for (group, req) in w.handle(ToUpdate::Tick) {
-                        self.start_dump(group, req.member, req.token);
+                        self.start_dump(group, req.member, req.token, req.previous);
                     }
                 }
                 // Growth sweeps the caches as it goes; this is for memory after a table
@@ -384,8 +398,8 @@ impl ShardWorker {
             Broadcast::PeerUp { peer, info, member } => {
                 self.shard.set_peer(peer, info);
                 match (member, &mut self.held_members) {
-                    (Some(m), Some(held)) => held.push(m),
-                    (Some(m), None) => self.add_member(m),
+                    (Some(m), Some(held)) => held.push((m, 0, None)),
+                    (Some(m), None) => self.add_member(m, 0, None),
                     (None, _) => {}
                 }
             }
@@ -393,8 +407,8 @@ impl ShardWorker {
                 // What is decided so far goes into the table dumps, not out as changes
                 // ahead of them (no group is here yet to export to).
                 self.drain();
-                for m in self.held_members.take().unwrap_or_default() {
-                    self.add_member(m);
+                for (m, token, previous) in self.held_members.take().unwrap_or_default() {
+                    self.add_member(m, token, previous);
                 }
             }
             Broadcast::PeerDown {
@@ -410,13 +424,18 @@ impl ShardWorker {
                 self.walks.push_back(w);
                 if let Some((group, id)) = member {
                     match &mut self.held_members {
-                        Some(held) if held.iter().any(|m| m.member == id) => {
-                            held.retain(|m| m.member != id);
+                        Some(held) if held.iter().any(|h| h.0.member == id) => {
+                            held.retain(|h| h.0.member != id);
                         }
                         _ => self.remove_member(group),
                     }
+                    // Gone while moving: its old groups have it no more either.
+                    for (from, _) in self.moving.remove(&id).unwrap_or_default() {
+                        self.remove_member(from);
+                    }
                 }
             }
+            Broadcast::Regroup { member, from, to } => self.regroup(member, from, to),
             Broadcast::FlushStale { peer, families } => {
                 let w = self.shard.walk(peer, WalkOp::FlushStale(families));
                 self.walks.push_back(w);
@@ -623,16 +642,12 @@ impl ShardWorker {
         })
     }
 
-    fn add_member(&mut self, m: Membership) {
-        let g = self.groups.entry(m.group).or_insert_with(|| GroupState {
-            spec: m.spec.clone(),
-            update_thread: m.update_thread,
-            cache: ExportCache::default(),
-            members: 0,
-            advertised: Advertised::counting(),
-        });
-        g.members += 1;
-        self.start_dump(m.group, m.member, 0);
+    fn add_member(&mut self, m: Membership, token: u64, previous: Option<Previous>) {
+        self.groups
+            .entry(m.group)
+            .or_insert_with(|| GroupState::new(&m))
+            .members += 1;
+        self.start_dump(m.group, m.member, token, previous);
     }
 
     fn remove_member(&mut self, group: GroupId) {
@@ -642,54 +657,6 @@ impl ShardWorker {
                 self.groups.remove(&group);
             }
         }
-    }
-
-    /// A table dump for a member: from now on it follows this shard's live changes; the
-    /// walk sends the Loc-RIB as it stands when each step runs. A member of a group whose
-    /// dump has not taken a step yet joins that walk.
-    fn start_dump(&mut self, group: GroupId, member: MemberId, token: u64) {
-        let Some(t) = self.groups.get(&group).map(|g| g.update_thread) else {
-            return;
-        };
-        // Changes decided before the member follows the live stream go out first.
-        self.drain();
-        let shard = self.index;
-        self.send_update(
-            t,
-            ToUpdate::DumpBegin {
-                shard,
-                group,
-                member,
-                token,
-            },
-        );
-        if let Some(d) = self
-            .dumps
-            .iter_mut()
-            .find(|d| d.group == group && !d.started)
-        {
-            d.members.retain(|(m, _)| *m != member);
-            d.members.push((member, token));
-            // The table is taken again if it changed since: a prefix that appeared meanwhile
-            // reached the walk's earlier members live, but not this one. Members coming up
-            // together (the end of the start-up deferral) share one pass over the table.
-            if !d.changed.is_empty() {
-                d.order = self.shard.reported_by_set();
-                d.changed.clear();
-            }
-            return;
-        }
-        // In the order every shard walks, so the update group can merge the shards' walks
-        // into one.
-        let order = self.shard.reported_by_set();
-        self.dumps.push_back(DumpWalk {
-            group,
-            members: vec![(member, token)],
-            order,
-            at: (0, 0),
-            started: false,
-            changed: HashSet::new(),
-        });
     }
 
     /// Completes the walks of a peer before its next message is applied: a new session's
@@ -710,93 +677,8 @@ impl ShardWorker {
             }
             return;
         }
-        let Some(mut d) = self.dumps.pop_front() else {
+        if !self.dump_step() {
             self.count_step();
-            return;
-        };
-        d.started = true;
-        let mut entries: Vec<Entry> = Vec::new();
-        let mut keys: Vec<DumpKey> = Vec::new();
-        if let Some(g) = self.groups.get_mut(&d.group) {
-            let shard = &self.shard;
-            let mut budget = WALK_BUDGET;
-            while budget > 0 {
-                let Some(set) = d.order.sets.get(d.at.0) else {
-                    break;
-                };
-                let src = shard.peer(set.key.1);
-                // Exported once per set and family, not per prefix (unless the export
-                // policy reads the prefix).
-                let per_prefix = g.spec.export.reads_prefix();
-                let mut exported: Option<(Family, Option<Arc<Exported>>)> = None;
-                let rest = d.order.prefixes_of(d.at.0, d.at.1);
-                let take = rest.len().min(budget);
-                for p in rest.iter().take(take) {
-                    let (e, source) = if d.changed.contains(p) {
-                        // Changed since the walk began: as it is now.
-                        let Some(best) = shard.reported(p) else {
-                            continue;
-                        };
-                        let bsrc = shard.peer(best.peer);
-                        let e = g.cache.get(&g.spec, &bsrc, best.peer, &best.attrs, p);
-                        (e, best.peer)
-                    } else {
-                        let f = p.family();
-                        let e = match &exported {
-                            Some((ef, e)) if *ef == f && !per_prefix => e.clone(),
-                            _ => {
-                                let e = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, p);
-                                exported = Some((f, e.clone()));
-                                e
-                            }
-                        };
-                        (e, set.key.1)
-                    };
-                    if let Some(e) = e {
-                        entries.push(Entry {
-                            prefix: *p,
-                            exported: Some(e),
-                            source,
-                        });
-                        keys.push(set.key);
-                    }
-                }
-                budget = budget.saturating_sub(take.max(1));
-                if d.at.1 + take >= set.len as usize {
-                    d.at = (d.at.0 + 1, 0);
-                } else {
-                    d.at.1 += take;
-                }
-            }
-        }
-        let t = self.groups.get(&d.group).map_or(0, |g| g.update_thread);
-        let group = d.group;
-        if !entries.is_empty() {
-            self.send_update(
-                t,
-                ToUpdate::Dump {
-                    shard: self.index,
-                    group,
-                    members: d.members.clone(),
-                    keys,
-                    entries,
-                },
-            );
-        }
-        if d.at.0 >= d.order.sets.len() || !self.groups.contains_key(&group) {
-            for &(member, token) in &d.members {
-                self.send_update(
-                    t,
-                    ToUpdate::DumpEnd {
-                        shard: self.index,
-                        group,
-                        member,
-                        token,
-                    },
-                );
-            }
-        } else {
-            self.dumps.push_front(d);
         }
     }
 
@@ -840,7 +722,7 @@ impl ShardWorker {
         let changes = self.shard.drain_changes();
         self.stats.changes += changes.len() as u64;
         for d in self.dumps.iter_mut() {
-            d.changed.extend(changes.iter().map(|c| c.prefix));
+            d.changed(changes.iter().map(|c| c.prefix));
         }
         let received = self.observe_decided();
         if self.groups.is_empty() {
@@ -902,6 +784,7 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         spec,
         cache,
         advertised,
+        moving_in,
         ..
     } = g;
     let mut export = |p: &Option<ribshard_rib::Path>, prefix| -> Option<Arc<Exported>> {
@@ -924,7 +807,7 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         // The source matters too: a path is never sent back to the peer it came from.
         let same_source = c.old.as_ref().map(|p| p.peer) == c.best.as_ref().map(|p| p.peer);
         let same = match (&old, &new) {
-            (None, None) => true,
+            (None, None) => *moving_in == 0 || c.old.is_none(),
             (Some(a), Some(b)) => same_source && (Arc::ptr_eq(a, b) || a == b),
             _ => false,
         };

@@ -1,0 +1,348 @@
+//! Table dumps from a shard to update group members: the initial table, route refresh,
+//! slow-writer catch-up, and a member moved to another group because its export policy
+//! changed (then what the old spec exported and the new one does not is withdrawn, and a
+//! member that was in step is sent only what differs).
+
+use super::{GroupState, ShardWorker, ToUpdate, WALK_BUDGET};
+use crate::pipeline::Membership;
+use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
+use ribshard_rib::{DumpKey, DumpOrder, ExportCache, Exported, GroupSpec};
+use ribshard_wire::{Family, Prefix};
+use std::collections::HashSet;
+use std::sync::Arc;
+
+pub(super) struct DumpWalk {
+    group: GroupId,
+    /// The members this walk dumps to, with their tokens: several of one group when they
+    /// asked before the walk took its first step (sessions coming up together), so the
+    /// table is walked, and each batch encoded, once for all of them.
+    members: Vec<(MemberId, u64)>,
+    /// The table as the walk began, by attribute set, in dump order
+    /// ([`ribshard_rib::Shard::reported_by_set`]).
+    order: DumpOrder,
+    /// Where it is: a set, and a prefix in it.
+    at: (usize, usize),
+    started: bool,
+    /// Prefixes whose best path changed since the walk began: read again when reached (the
+    /// member follows live changes since DumpBegin, so the walk must send what is now).
+    changed: HashSet<Prefix>,
+    /// A member moved in from another spec: what that spec exported is compared with.
+    previous: Option<Before>,
+}
+
+/// The specs a moved member was exported to under, each with an export cache of its own.
+struct Before {
+    specs: Vec<(Arc<GroupSpec>, ExportCache)>,
+    in_step: bool,
+}
+
+impl Before {
+    fn reads_prefix(&self) -> bool {
+        self.specs.iter().any(|(s, _)| s.export.reads_prefix())
+    }
+
+    /// What the member may hold of a path: in step, what its one previous spec exports;
+    /// else whatever any of them exports (all that matters then is whether any did).
+    fn exported(
+        &mut self,
+        src: &ribshard_rib::PeerInfo,
+        peer: u32,
+        attrs: &Arc<ribshard_rib::RouteAttrs>,
+        p: &Prefix,
+    ) -> Option<Arc<Exported>> {
+        self.specs
+            .iter_mut()
+            .find_map(|(s, cache)| cache.get(s, src, peer, attrs, p))
+    }
+}
+
+impl DumpWalk {
+    /// Whether a member asking for this kind of dump can share the walk.
+    fn same_kind(&self, previous: &Option<Previous>) -> bool {
+        match (&self.previous, previous) {
+            (None, None) => true,
+            (Some(b), Some(p)) => {
+                b.in_step == p.in_step
+                    && b.specs.len() == p.specs.len()
+                    && b.specs
+                        .iter()
+                        .zip(&p.specs)
+                        .all(|((a, _), b)| Arc::ptr_eq(a, b))
+            }
+            _ => false,
+        }
+    }
+
+    /// Notes prefixes whose best path changed: read again when the walk reaches them.
+    pub(super) fn changed(&mut self, prefixes: impl IntoIterator<Item = Prefix>) {
+        self.changed.extend(prefixes);
+    }
+}
+
+/// What one prefix sends a dump's members, given what the group exports for it now and,
+/// for a moved member, what the previous spec exported.
+fn entry_for(
+    prefix: Prefix,
+    now: Option<Arc<Exported>>,
+    before: Option<Option<Arc<Exported>>>,
+    in_step: bool,
+    source: u32,
+) -> Option<Entry> {
+    match (before, now) {
+        // A plain dump: what is exported.
+        (None, now) => now.map(|e| Entry {
+            prefix,
+            exported: Some(e),
+            source,
+        }),
+        (Some(None), None) => None,
+        // In step with the previous spec: nothing to send where nothing differs.
+        (Some(Some(b)), Some(n)) if in_step && (Arc::ptr_eq(&b, &n) || b == n) => None,
+        (Some(_), Some(n)) => Some(Entry {
+            prefix,
+            exported: Some(n),
+            source,
+        }),
+        (Some(Some(_)), None) => Some(Entry::withdraw(prefix)),
+    }
+}
+
+impl ShardWorker {
+    /// A table dump for a member: from now on it follows this shard's live changes; the
+    /// walk sends the Loc-RIB as it stands when each step runs. A member of a group whose
+    /// dump has not taken a step yet joins that walk. With `previous`, the member moved in
+    /// from another group: that group stops sending it this shard's changes now.
+    pub(super) fn start_dump(
+        &mut self,
+        group: GroupId,
+        member: MemberId,
+        token: u64,
+        previous: Option<Previous>,
+    ) {
+        if let Some(held) = &mut self.held_members {
+            // Held back by the start-up deferral: the dump waits for it to end.
+            if let Some(h) = held.iter_mut().find(|h| h.0.member == member) {
+                if h.0.group == group {
+                    h.1 = token;
+                    h.2 = previous;
+                }
+                return;
+            }
+        }
+        let Some(t) = self.groups.get(&group).map(|g| g.update_thread) else {
+            return;
+        };
+        // Changes decided before the member follows the live stream go out first (to its
+        // old group too, if it is moving: it follows that one until DumpBegin).
+        self.drain();
+        let moved = self.moving.get_mut(&member).and_then(|list| {
+            let i = list.iter().position(|(_, to)| *to == group)?;
+            Some(list.remove(i).0)
+        });
+        if self.moving.get(&member).is_some_and(Vec::is_empty) {
+            self.moving.remove(&member);
+        }
+        if let Some(from) = moved {
+            let mut dropped = 0;
+            for d in self.dumps.iter_mut().filter(|d| d.group == from) {
+                let before = d.members.len();
+                d.members.retain(|(m, _)| *m != member);
+                if d.previous.is_some() {
+                    dropped += before - d.members.len();
+                }
+            }
+            self.dumps
+                .retain(|d| !(d.group == from && d.members.is_empty()));
+            if let Some(g) = self.groups.get_mut(&from) {
+                g.moving_in = g.moving_in.saturating_sub(dropped);
+            }
+            self.remove_member(from);
+        }
+        if previous.is_some() {
+            if let Some(g) = self.groups.get_mut(&group) {
+                g.moving_in += 1;
+            }
+        }
+        let shard = self.index;
+        self.send_update(
+            t,
+            ToUpdate::DumpBegin {
+                shard,
+                group,
+                member,
+                token,
+            },
+        );
+        if let Some(d) = self
+            .dumps
+            .iter_mut()
+            .find(|d| d.group == group && !d.started && d.same_kind(&previous))
+        {
+            d.members.retain(|(m, _)| *m != member);
+            d.members.push((member, token));
+            // The table is taken again if it changed since: a prefix that appeared meanwhile
+            // reached the walk's earlier members live, but not this one. Members coming up
+            // together (the end of the start-up deferral) share one pass over the table.
+            if !d.changed.is_empty() {
+                d.order = self.shard.reported_by_set();
+                d.changed.clear();
+            }
+            return;
+        }
+        // In the order every shard walks, so the update group can merge the shards' walks
+        // into one.
+        let order = self.shard.reported_by_set();
+        self.dumps.push_back(DumpWalk {
+            group,
+            members: vec![(member, token)],
+            order,
+            at: (0, 0),
+            started: false,
+            changed: HashSet::new(),
+            previous: previous.map(|p| Before {
+                specs: p
+                    .specs
+                    .into_iter()
+                    .map(|s| (s, ExportCache::default()))
+                    .collect(),
+                in_step: p.in_step,
+            }),
+        });
+    }
+
+    /// A member moves to another group (its export policy changed): the shard learns the
+    /// new group and sends the old one the member's changes until the new group's dump.
+    pub(super) fn regroup(&mut self, member: MemberId, from: GroupId, to: Membership) {
+        if let Some(held) = &mut self.held_members {
+            if let Some(h) = held.iter_mut().find(|h| h.0.member == member) {
+                h.0 = to;
+                return;
+            }
+        }
+        self.groups
+            .entry(to.group)
+            .or_insert_with(|| GroupState::new(&to))
+            .members += 1;
+        self.moving
+            .entry(member)
+            .or_default()
+            .push((from, to.group));
+    }
+
+    /// One step of the first table dump; false if there is none.
+    pub(super) fn dump_step(&mut self) -> bool {
+        let Some(mut d) = self.dumps.pop_front() else {
+            return false;
+        };
+        d.started = true;
+        let mut entries: Vec<Entry> = Vec::new();
+        let mut keys: Vec<DumpKey> = Vec::new();
+        if let Some(g) = self.groups.get_mut(&d.group) {
+            let shard = &self.shard;
+            let in_step = d.previous.as_ref().is_some_and(|b| b.in_step);
+            let mut budget = WALK_BUDGET;
+            while budget > 0 {
+                let Some(set) = d.order.sets.get(d.at.0) else {
+                    break;
+                };
+                let src = shard.peer(set.key.1);
+                // Exported once per set and family, not per prefix (unless the export
+                // policy reads the prefix).
+                let per_prefix = g.spec.export.reads_prefix()
+                    || d.previous.as_ref().is_some_and(Before::reads_prefix);
+                type Both = (Option<Arc<Exported>>, Option<Option<Arc<Exported>>>);
+                let mut exported: Option<(Family, Both)> = None;
+                let rest = d.order.prefixes_of(d.at.0, d.at.1);
+                let take = rest.len().min(budget);
+                for p in rest.iter().take(take) {
+                    let (now, before, source) = if d.changed.contains(p) {
+                        // Changed since the walk began: as it is now, and whatever the member
+                        // had of it before is not known.
+                        match shard.reported(p) {
+                            Some(best) => {
+                                let bsrc = shard.peer(best.peer);
+                                let e = g.cache.get(&g.spec, &bsrc, best.peer, &best.attrs, p);
+                                let before = d.previous.as_ref().map(|_| None);
+                                let withdraw = d.previous.is_some() && e.is_none();
+                                (e, before, if withdraw { u32::MAX } else { best.peer })
+                            }
+                            None => (None, d.previous.as_ref().map(|_| None), u32::MAX),
+                        }
+                    } else {
+                        let f = p.family();
+                        let (now, before) = match &exported {
+                            Some((ef, both)) if *ef == f && !per_prefix => both.clone(),
+                            _ => {
+                                let now = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, p);
+                                let before = d
+                                    .previous
+                                    .as_mut()
+                                    .map(|b| b.exported(&src, set.key.1, &set.attrs, p));
+                                exported = Some((f, (now.clone(), before.clone())));
+                                (now, before)
+                            }
+                        };
+                        (now, before, set.key.1)
+                    };
+                    let changed_here = d.changed.contains(p);
+                    let e = if changed_here && d.previous.is_some() {
+                        // Sent as it is now, or withdrawn: the member may hold anything.
+                        Some(match now {
+                            Some(n) => Entry {
+                                prefix: *p,
+                                exported: Some(n),
+                                source,
+                            },
+                            None => Entry::withdraw(*p),
+                        })
+                    } else {
+                        entry_for(*p, now, before, in_step, source)
+                    };
+                    if let Some(e) = e {
+                        entries.push(e);
+                        keys.push(set.key);
+                    }
+                }
+                budget = budget.saturating_sub(take.max(1));
+                if d.at.1 + take >= set.len as usize {
+                    d.at = (d.at.0 + 1, 0);
+                } else {
+                    d.at.1 += take;
+                }
+            }
+        }
+        let t = self.groups.get(&d.group).map_or(0, |g| g.update_thread);
+        let group = d.group;
+        if !entries.is_empty() {
+            self.send_update(
+                t,
+                ToUpdate::Dump {
+                    shard: self.index,
+                    group,
+                    members: d.members.clone(),
+                    keys,
+                    entries,
+                },
+            );
+        }
+        if d.at.0 >= d.order.sets.len() || !self.groups.contains_key(&group) {
+            if let (Some(g), true) = (self.groups.get_mut(&group), d.previous.is_some()) {
+                g.moving_in = g.moving_in.saturating_sub(d.members.len());
+            }
+            for &(member, token) in &d.members {
+                self.send_update(
+                    t,
+                    ToUpdate::DumpEnd {
+                        shard: self.index,
+                        group,
+                        member,
+                        token,
+                    },
+                );
+            }
+        } else {
+            self.dumps.push_front(d);
+        }
+        true
+    }
+}
