@@ -253,6 +253,28 @@ fn policies_filter_and_rewrite_and_change_with_sessions_kept() {
     );
     let prepended = routes("100.64.0.0/24", false);
     assert_eq!(prepended[0]["paths"][0]["local_pref"], 50, "{prepended:?}");
+    assert_eq!(
+        prepended[0]["paths"][0]["import_policy"], "policy up-in term tag",
+        "{prepended:?}"
+    );
+    // `show route ... rejected` in the CLI's layout names the term that rejected it.
+    let text = Command::new(env!("CARGO_BIN_EXE_ribshard"))
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "show",
+            "route",
+            "198.51.100.0/24",
+        ])
+        .args(["rejected", "detail"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        text.contains("Hidden reason: Rejected by import policy")
+            && text.contains("Import: policy up-in term blackhole"),
+        "{text}"
+    );
 
     // Reload: the blackhole term goes, the MED becomes 88.
     let before = (protocol_line(&up), protocol_line(&down));
@@ -294,4 +316,120 @@ fn policies_filter_and_rewrite_and_change_with_sessions_kept() {
         "no route refresh asked of the upstream"
     );
     assert!(!log.contains("Cease"), "no session reset: {log}");
+}
+
+/// A route server client BIRD: AS `asn` on `addr`:`port`, peering with ribshard on
+/// 127.0.0.40:`port_r`; it announces `routes`, each with the communities given.
+fn rs_client(addr: &str, asn: u32, port: u16, port_r: u16, routes: &[(&str, &str)]) -> String {
+    let statics: String = routes
+        .iter()
+        .map(|(p, _)| format!("route {p} blackhole; "))
+        .collect();
+    let tags: String = routes
+        .iter()
+        .filter(|(_, c)| !c.is_empty())
+        .map(|(p, c)| format!("  if net = {p} then {{ {c} }}\n"))
+        .collect();
+    let last = addr.rsplit('.').next().unwrap();
+    format!(
+        r#"router id {addr};
+log "DIR/bird.log" all;
+protocol device {{}}
+protocol static s4 {{ ipv4; {statics} }}
+filter tags {{
+  if proto != "s4" then accept;
+{tags}  accept;
+}}
+protocol bgp ribsh {{
+  local {addr} port {port} as {asn};
+  neighbor 127.0.0.40 port {port_r} as 65040;
+  multihop; strict bind on; enforce first as off; hold time 30; connect retry time 2;
+  ipv4 {{ import all; export filter tags; next hop address 198.51.100.{last}; }};
+}}
+"#
+    )
+}
+
+/// ribshard as a route server reading the IXP control communities on export, each client
+/// in its own group with chains of its own: client C's export also refuses 192.0.2.0/24.
+#[test]
+fn route_server_control_communities_between_birds() {
+    if !have_bird() {
+        return;
+    }
+    let (port_r, pa, pb, pc) = (28141, 28142, 28143, 28144);
+    let dir = tempdir("rs-control");
+    let group = |name: &str, asn: u32, addr: &str, port: u16, export: &str| {
+        format!(
+            "[[bgp.group]]\nname = \"{name}\"\ntype = \"external\"\npeer-as = {asn}\n\
+             route-server-client = true\nimport = [\"accept\"]\n\
+             export = [\"route-server-control\", {export}\"accept\"]\n\
+             [[bgp.group.neighbor]]\naddress = \"{addr}\"\nport = {port}\n\
+             local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n"
+        )
+    };
+    let config = format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         {}{}{}\n\
+         [[policy-options.policy-statement.no-192-0-2.term]]\n\
+         from = {{ route-filter = [\"192.0.2.0/24 exact\"] }}\nthen = {{ action = \"reject\" }}\n",
+        group("ixp-a", 65041, "127.0.0.41", pa, ""),
+        group("ixp-b", 65045, "127.0.0.45", pb, ""),
+        group("ixp-c", 65046, "127.0.0.46", pc, "\"no-192-0-2\", "),
+    );
+    let (_rs, _) = ribshard(&dir, &config);
+    let mk = |name: &str, conf: String| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        Bird::start(&d, &conf)
+    };
+    let _a = mk(
+        "a",
+        rs_client(
+            "127.0.0.41",
+            65041,
+            pa,
+            port_r,
+            &[
+                ("203.0.113.0/24", "bgp_community.add((0, 65045));"),
+                ("198.51.100.0/24", "bgp_community.add((65502, 65046));"),
+                (
+                    "192.0.2.0/24",
+                    "bgp_community.add((0, 65040)); bgp_community.add((65040, 65046));",
+                ),
+                (
+                    "100.64.0.0/24",
+                    "bgp_large_community.add((65040, 0, 65046));",
+                ),
+            ],
+        ),
+    );
+    let b = mk("b", rs_client("127.0.0.45", 65045, pb, port_r, &[]));
+    let c = mk("c", rs_client("127.0.0.46", 65046, pc, port_r, &[]));
+    let show = |bird: &Bird, p: &str| bird.cmd(&format!("show route all {p}"));
+    assert!(
+        wait(40, || show(&c, "203.0.113.0/24").contains("BGP.as_path")
+            && show(&b, "198.51.100.0/24").contains("BGP.as_path")
+            && show(&b, "100.64.0.0/24").contains("BGP.as_path")),
+        "{}\n{}\n{}",
+        b.cmd("show route all"),
+        c.cmd("show route all"),
+        log_of(&dir)
+    );
+    // 0:65045: not to B.
+    assert!(!show(&b, "203.0.113.0/24").contains("BGP.as_path"));
+    // 65502:65046: prepended twice towards C, not towards B; the community stripped.
+    let to_c = show(&c, "198.51.100.0/24");
+    assert!(to_c.contains("BGP.as_path: 65041 65041 65041\n"), "{to_c}");
+    assert!(!to_c.contains("BGP.community"), "{to_c}");
+    let to_b = show(&b, "198.51.100.0/24");
+    assert!(to_b.contains("BGP.as_path: 65041\n"), "{to_b}");
+    // 0:65040 with 65040:65046: only to C, and C's own export policy refuses it: no one
+    // holds it.
+    assert!(!show(&b, "192.0.2.0/24").contains("BGP.as_path"));
+    assert!(!show(&c, "192.0.2.0/24").contains("BGP.as_path"));
+    // Large form: 65040:0:65046, not to C.
+    assert!(!show(&c, "100.64.0.0/24").contains("BGP.as_path"));
+    let to_b = show(&b, "100.64.0.0/24");
+    assert!(!to_b.contains("BGP.large_community"), "stripped: {to_b}");
 }

@@ -331,6 +331,8 @@ pub struct RouteRequest {
     pub detail: bool,
     /// Paths that are never chosen (loops, rejected by import policy) too.
     pub hidden: bool,
+    /// Only the paths import policy rejected (kept as received: a new policy may take them).
+    pub rejected: bool,
     /// `json` (default): JSON lines, one [`Route`] a line. `text`: the CLI's layout (Junos'),
     /// rendered by the daemon so the whole table streams without a client decoding it.
     pub format: Option<String>,
@@ -367,6 +369,9 @@ pub struct RoutePath {
     pub med: Option<u32>,
     pub communities: Vec<String>,
     pub large_communities: Vec<String>,
+    /// The import policy and term that accepted or rejected the path, as `policy P term T`
+    /// (not in the text layout's brief view).
+    pub import_policy: Option<String>,
     /// With `detail` (or `advertising-protocol`): the rest of the attributes.
     pub attributes: Option<Attributes>,
 }

@@ -232,13 +232,13 @@ proptest! {
         let mut want = vec![[PeerCounts::default(); 2]; 4];
         let mut family = FamilyCounts::default();
         for prefix in 0..6u32 {
-            let Some(v) = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: true }) else {
+            let Some(v) = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: true, rejected: false }) else {
                 continue;
             };
             family.prefixes += 1;
             // The brief view (no explanations, the active path as reported) agrees with the
             // explained one on every path's standing and order.
-            let brief = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: false }).unwrap();
+            let brief = s.route(&p(prefix), PathFilter { peer: None, hidden: true, explain: false, rejected: false }).unwrap();
             let standing = |v: &ribshard_rib::RouteView| -> Vec<(u32, u32, u8)> {
                 v.paths.iter().map(|x| (x.path.peer, x.path.path_id, match x.state {
                     PathState::Active { .. } => 0,

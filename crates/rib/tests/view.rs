@@ -125,6 +125,7 @@ fn a_route_names_why_each_path_lost() {
                 peer: None,
                 hidden: true,
                 explain: true,
+                rejected: false,
             },
         )
         .unwrap();
@@ -137,6 +138,21 @@ fn a_route_names_why_each_path_lost() {
     assert_eq!(hidden.len(), 2);
     assert!(hidden.contains(&(3, PathState::Ineligible(ribshard_rib::Ineligible::Rejected))));
     assert!(hidden.contains(&(1, PathState::Ineligible(ribshard_rib::Ineligible::Loop))));
+    // The rejected path names the policy that rejected it; `rejected` shows it alone.
+    let rejected = all.paths.iter().find(|x| x.path.peer == 3).unwrap();
+    assert_eq!(rejected.import.as_deref(), Some("policy reject"));
+    let only = s
+        .route(
+            &p,
+            PathFilter {
+                rejected: true,
+                explain: true,
+                ..PathFilter::default()
+            },
+        )
+        .unwrap();
+    assert_eq!(only.paths.len(), 1);
+    assert_eq!(only.paths[0].path.peer, 3);
     // One peer's paths (receive-protocol).
     let from1 = s
         .route(
@@ -145,6 +161,7 @@ fn a_route_names_why_each_path_lost() {
                 peer: Some(1),
                 hidden: false,
                 explain: false,
+                rejected: false,
             },
         )
         .unwrap();

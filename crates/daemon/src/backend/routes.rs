@@ -84,6 +84,7 @@ pub(super) async fn routes(
             hidden: q.hidden,
             // The brief layout does not say why a path won or lost; the others do.
             explain: q.detail || !text,
+            rejected: q.rejected,
         };
         let advertised = match &q.advertising_protocol {
             Some(a) => {
@@ -352,6 +353,7 @@ fn path(
             .iter()
             .map(|[a, b, c]| format!("{a}:{b}:{c}"))
             .collect(),
+        import_policy: v.import.clone(),
         attributes: detail.then(|| other_attributes(&attrs)),
     }
 }

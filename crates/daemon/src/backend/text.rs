@@ -499,6 +499,12 @@ pub(super) fn detail(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
             out.extend_from_slice(why.as_bytes());
             out.push(b'\n');
         }
+        if let Some(by) = &p.import {
+            out.extend_from_slice(PAD);
+            out.extend_from_slice(b"Import: ");
+            out.extend_from_slice(by.as_bytes());
+            out.push(b'\n');
+        }
     }
     out.push(b'\n');
 }
@@ -529,6 +535,7 @@ mod tests {
         ));
         let since = ribshard_rib::clock::now();
         PathView {
+            import: None,
             path: Path::new(peer, 0, attrs, peer, since),
             peer: PeerInfo {
                 router_id: u32::from(Ipv4Addr::new(10, 0, 0, peer as u8)),

@@ -41,7 +41,7 @@ fn usage(s: impl Into<String>) -> Usage {
 
 const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] | show bgp group [NAME] | \
 show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
-[rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [detail] [hidden] | \
+[rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [detail] [hidden] [rejected] | \
 show thread cpu | show work-queues";
 
 /// Parses the words after `show`.
@@ -114,6 +114,7 @@ fn parse_route(w: &[&str]) -> Result<RouteRequest, Usage> {
             }
             "detail" => q.detail = true,
             "hidden" => q.hidden = true,
+            "rejected" => q.rejected = true,
             d if q.destination.is_none() && (d.contains('.') || d.contains(':')) => {
                 q.destination = Some(d.into());
             }
@@ -179,6 +180,9 @@ fn query(q: &RouteRequest) -> String {
     }
     if q.hidden {
         parts.push("hidden=true".into());
+    }
+    if q.rejected {
+        parts.push("rejected=true".into());
     }
     if let Some(f) = &q.format {
         parts.push(format!("format={f}"));

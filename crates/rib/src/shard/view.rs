@@ -24,6 +24,8 @@ pub struct PathView {
     pub state: PathState,
     /// In the active path's equal-cost set (`multipath`), besides the active path itself.
     pub multipath: bool,
+    /// The import policy and term that accepted or rejected it (when the view explains).
+    pub import: Option<String>,
 }
 
 /// Where a path stands in the decision process.
@@ -88,8 +90,11 @@ pub struct PathFilter {
     pub peer: Option<PeerIndex>,
     /// Ineligible paths too (Junos `hidden`).
     pub hidden: bool,
-    /// Why each path won or lost (its decision step): a few more comparisons per prefix.
+    /// Why each path won or lost (its decision step), and the import term that decided
+    /// it: a few more comparisons per prefix.
     pub explain: bool,
+    /// Only the paths import policy rejected (kept in the Adj-RIB-In as received).
+    pub rejected: bool,
 }
 
 std::thread_local! {
@@ -145,7 +150,10 @@ impl Shard {
             };
             let mut paths: Vec<PathView> = Vec::with_capacity(d.paths.len());
             for (i, p) in d.paths.iter().enumerate() {
-                if p.gone() || filter.peer.is_some_and(|peer| peer != p.peer) {
+                if p.gone()
+                    || filter.peer.is_some_and(|peer| peer != p.peer)
+                    || (filter.rejected && !p.rejected())
+                {
                     continue;
                 }
                 let cand = index
@@ -178,7 +186,7 @@ impl Shard {
                     // Eligible but nothing is active: cannot happen (best_path picks one).
                     (Some(_), None) => continue,
                 };
-                if !filter.hidden && matches!(state, PathState::Ineligible(_)) {
+                if !filter.hidden && !filter.rejected && matches!(state, PathState::Ineligible(_)) {
                     continue;
                 }
                 paths.push(PathView {
@@ -186,6 +194,10 @@ impl Shard {
                     peer: self.peer(p.peer),
                     state,
                     multipath: multipath.contains(&p.arrival),
+                    import: filter
+                        .explain
+                        .then(|| self.import_decision(&prefix, p))
+                        .flatten(),
                 });
             }
             // The active path first, then the others by preference, then the ineligible.
@@ -210,6 +222,21 @@ impl Shard {
         })
     }
 
+    /// The import policy and term that decided a path, said as an operator reads it:
+    /// evaluated again on what was received (it allocates nothing).
+    fn import_decision(&self, prefix: &Prefix, p: &Path) -> Option<String> {
+        let imp = self.import_of(p.peer)?;
+        let received = p.attrs.as_received();
+        let v = imp.chain.evaluate(&ribshard_policy::Subject {
+            prefix: *prefix,
+            attrs: received.raw(),
+            next_hop: received.next_hop(),
+            source: &imp.source,
+            receiver_as: None,
+        });
+        Some(imp.chain.describe(&v.by))
+    }
+
     /// A decided prefix without explanations (`show route`, a whole table of them): the
     /// active path is the one last reported, so the decision process need not run again.
     fn brief_view(&self, prefix: Prefix, d: &Dest, filter: PathFilter) -> RouteView {
@@ -217,7 +244,10 @@ impl Shard {
         let reported = d.reported();
         let mut paths: Vec<PathView> = Vec::with_capacity(d.paths.len());
         for p in &d.paths {
-            if p.gone() || filter.peer.is_some_and(|peer| peer != p.peer) {
+            if p.gone()
+                || filter.peer.is_some_and(|peer| peer != p.peer)
+                || (filter.rejected && !p.rejected())
+            {
                 continue;
             }
             let state = if Some(p.arrival) == reported {
@@ -227,7 +257,7 @@ impl Shard {
                     step: None,
                     in_group: false,
                 }
-            } else if !filter.hidden {
+            } else if !filter.hidden && !filter.rejected {
                 continue;
             } else if p.attrs.loop_free {
                 PathState::Ineligible(Ineligible::Rejected)
@@ -239,6 +269,7 @@ impl Shard {
                 peer: self.peer(p.peer),
                 state,
                 multipath: false,
+                import: None,
             });
         }
         // Active first, then by preference (two paths need no comparison), then ineligible.
