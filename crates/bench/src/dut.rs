@@ -75,6 +75,9 @@ pub struct Topology {
     pub port: u16,
     pub hold: u16,
     pub neighbors: Vec<Neighbor>,
+    /// Transit only: the transit filter on import and a tagging export policy
+    /// ([`crate::policy`]; ribshard and BIRD 2).
+    pub policy: bool,
 }
 
 impl Topology {
@@ -429,11 +432,16 @@ fn ribshard_config(t: &Topology, threads: Threads) -> String {
         let _ = writeln!(s, "\n[[bgp.group]]\nname = \"{g}\"");
         match t.role {
             Role::Transit => {
+                let (import, export) = if t.policy {
+                    ("transit-in", "tag-out")
+                } else {
+                    ("accept", "accept")
+                };
                 let _ = writeln!(
                     s,
                     "type = \"external\"\nmultihop = true\nimport = [\"{}\"]\nexport = [\"{}\"]",
-                    if sends { "accept" } else { "reject" },
-                    if receives { "accept" } else { "reject" }
+                    if sends { import } else { "reject" },
+                    if receives { export } else { "reject" }
                 );
             }
             Role::Reflector => {
@@ -455,6 +463,9 @@ fn ribshard_config(t: &Topology, threads: Threads) -> String {
             );
         }
     }
+    if t.policy {
+        s.push_str(&crate::policy::ribshard());
+    }
     s
 }
 
@@ -464,6 +475,9 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
          log \"{}/bird.log\" {{ warning, error, fatal }};\nprotocol device {{}}\n",
         dir.display()
     );
+    if t.policy {
+        s.push_str(&crate::policy::bird());
+    }
     if t.role == Role::Reflector {
         // iBGP next hops are resolved recursively (RFC 4271 section 5.1.3); make the
         // sources' next hops resolvable, as an IGP would.
@@ -479,8 +493,16 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
                 "multihop;",
                 format!(
                     "import {}; export {};{}",
-                    if n.sends { "all" } else { "none" },
-                    if n.receives { "all" } else { "none" },
+                    match (n.sends, t.policy) {
+                        (false, _) => "none",
+                        (true, false) => "all",
+                        (true, true) => "filter transit_in",
+                    },
+                    match (n.receives, t.policy) {
+                        (false, _) => "none",
+                        (true, false) => "all",
+                        (true, true) => "filter tag_out",
+                    },
                     if n.receives {
                         " next hop address 198.51.100.99;"
                     } else {

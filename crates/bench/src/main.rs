@@ -65,6 +65,11 @@ enum Command {
         /// `show thread cpu` (what `scripts/run` shows a newcomer).
         #[arg(long)]
         show: bool,
+        /// A transit filter on import (bogon prefixes and AS numbers, lengths, long paths,
+        /// our own prefixes; local preference and a community set) and an export policy
+        /// adding a community (full-table, two-full-tables, churn; ribshard and bird2).
+        #[arg(long)]
+        policy: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -151,6 +156,7 @@ fn main() -> ExitCode {
             print_config,
             through_bird,
             show,
+            policy,
         } => {
             let opts = Options {
                 scenario,
@@ -170,6 +176,7 @@ fn main() -> ExitCode {
                 print_config,
                 through_bird,
                 operator_view: show,
+                policy,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

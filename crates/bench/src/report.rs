@@ -53,6 +53,9 @@ pub fn one_line(r: &RunResult) -> String {
     if let Some(t) = &r.through {
         let _ = write!(s, "  through {t}");
     }
+    if r.policy {
+        s.push_str("  with policy");
+    }
     let got = &r.received;
     if got.updates > 0 {
         let _ = write!(
@@ -117,6 +120,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         received: Default::default(),
         receivers: Vec::new(),
         through: opts.through_bird.then(|| "bird2".to_string()),
+        policy: opts.policy,
     }
 }
 
@@ -227,6 +231,7 @@ pub fn run_matrix<E>(
                 print_config: false,
                 operator_view: false,
                 through_bird: false,
+                policy: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());
@@ -383,11 +388,16 @@ struct RowKey {
 
 fn row_key(r: &RunResult) -> RowKey {
     RowKey {
-        // Runs through a real downstream router are rows of their own.
-        scenario: match &r.through {
-            Some(t) => format!("{} through {t}", r.scenario),
-            None => r.scenario.clone(),
-        },
+        // Runs through a real downstream router, or with policy, are rows of their own.
+        scenario: format!(
+            "{}{}{}",
+            r.scenario,
+            if r.policy { " with policy" } else { "" },
+            r.through
+                .as_ref()
+                .map(|t| format!(" through {t}"))
+                .unwrap_or_default()
+        ),
         routes: r.routes,
         speed: r.speed,
     }

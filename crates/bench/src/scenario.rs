@@ -124,6 +124,9 @@ pub struct Options {
     /// Once converged, print what an operator's first show commands say (ribshard:
     /// `show bgp summary`, `show route summary`, `show thread cpu`).
     pub operator_view: bool,
+    /// The transit filter on import and a tagging export policy (transit scenarios,
+    /// ribshard and BIRD 2): [`crate::policy`].
+    pub policy: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -141,6 +144,10 @@ pub enum BenchError {
     NoTrace(PathBuf),
     #[error("--through-bird needs eBGP downstreams: full-table or two-full-tables, not {0}")]
     NoRelay(&'static str),
+    #[error(
+        "--policy runs with ribshard and bird2 on full-table, two-full-tables or churn, not {0}"
+    )]
+    NoPolicy(String),
 }
 
 /// One run, as `--json` writes it.
@@ -201,6 +208,9 @@ pub struct RunResult {
     /// `bird2` when each downstream was a real BIRD 2 relaying to the bench's receiver.
     #[serde(default)]
     pub through: Option<String>,
+    /// With the transit filter on import and a tagging export policy ([`crate::policy`]).
+    #[serde(default)]
+    pub policy: bool,
     #[serde(default)]
     pub receivers: Vec<Received>,
 }
@@ -426,9 +436,15 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
                     if role == Role::RouteServer && j == i {
                         continue;
                     }
-                    for k in f.iter().flat_map(|f| f.prefixes.iter()) {
-                        if let Some(x) = index.get(*k) {
-                            b.set(x);
+                    for f in f.iter() {
+                        for k in &f.prefixes {
+                            // With the transit filter: what it accepts of some upstream.
+                            if opts.policy && !f.accepted.contains(k) {
+                                continue;
+                            }
+                            if let Some(x) = index.get(*k) {
+                                b.set(x);
+                            }
                         }
                     }
                 }
@@ -463,6 +479,7 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
             port: opts.port,
             hold,
             neighbors,
+            policy: opts.policy,
         },
         feeds,
         expected,
@@ -507,6 +524,9 @@ fn establish_all(
                         };
                         let holding = plan.expected[i].as_ref().map(|_| {
                             let mut h = Holding::new(plan.index.clone(), spec.asn);
+                            if plan.topo.policy {
+                                h.require = crate::policy::TAGS.to_vec();
+                            }
                             if record == Some(i) {
                                 h.record = Some(Vec::new());
                             }
@@ -695,6 +715,12 @@ fn check(
                 h.extras.len()
             ));
         }
+        if h.untagged > 0 {
+            return Some(format!(
+                "{}: {} announced prefixes lack the policy's communities",
+                n.addr, h.untagged
+            ));
+        }
     }
     None
 }
@@ -781,6 +807,16 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         path: dir.clone(),
         source,
     })?;
+    if opts.policy
+        && (plan.topo.role != Role::Transit
+            || !matches!(opts.dut, DutKind::Ribshard | DutKind::Bird2))
+    {
+        return Err(BenchError::NoPolicy(format!(
+            "{} on {}",
+            opts.dut.name(),
+            opts.scenario.name()
+        )));
+    }
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
     if opts.print_config {
         let text = std::fs::read_to_string(&dut.config).unwrap_or_default();
@@ -1072,6 +1108,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         received,
         receivers,
         through: opts.through_bird.then(|| "bird2".to_string()),
+        policy: opts.policy,
     };
     Ok((r, base_rss))
 }

@@ -129,6 +129,10 @@ pub struct Holding {
     pub redundant: u64,
     /// When set, every received prefix with its receipt time (for latency percentiles).
     pub record: Option<Vec<(u64, u64)>>,
+    /// Communities every announcement must carry (a policy's tags, `--policy`), and how many
+    /// announced prefixes lacked one of them.
+    pub require: Vec<u32>,
+    pub untagged: u64,
 }
 
 impl Holding {
@@ -144,6 +148,8 @@ impl Holding {
             withdrawn: 0,
             redundant: 0,
             record: None,
+            require: Vec::new(),
+            untagged: 0,
         }
     }
     /// A prefix announced with attributes hashing to `attrs`, or withdrawn (`attrs` 0: also
@@ -548,8 +554,25 @@ fn count_update(msg: &[u8], h: &mut Holding, now: u64) -> bool {
     // The attributes as the receiver would compare them: their bytes (never 0 for an
     // announcement, so that 0 can mean "not held").
     let hash = if nlri.is_empty() { 0 } else { fnv1a(attrs) | 1 };
+    if announce && !nlri.is_empty() && !h.require.is_empty() && !carries(attrs, &h.require) {
+        let mut n = 0;
+        prefixes(nlri, |_| n += 1);
+        h.untagged += n;
+    }
     prefixes(withdrawn, |k| h.apply(k, false, 0, now))
         && prefixes(nlri, |k| h.apply(k, announce, hash, now))
+}
+
+/// Whether the COMMUNITIES attribute (RFC 1997) holds every one of `wanted`.
+fn carries(attrs: &[u8], wanted: &[u32]) -> bool {
+    let values = ribshard_wire::update::RawAttrIter::new(attrs)
+        .find(|a| a.type_code == ribshard_wire::attr::COMMUNITIES)
+        .map_or(&[][..], |a| a.value);
+    wanted.iter().all(|w| {
+        values
+            .chunks_exact(4)
+            .any(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) == *w)
+    })
 }
 
 /// FNV-1a, 64 bits: the same bytes hash the same in every session and run.
@@ -688,6 +711,30 @@ mod tests {
         assert!(count_update(&update(&[65_001, 65_002]), &mut h, 0));
         assert_eq!(h.bits.count(), 0, "looped route withdraws 10/8");
         assert!(h.extras.is_empty());
+    }
+
+    /// `--policy`: announcements without the policies' communities are counted per prefix.
+    #[test]
+    fn counts_announcements_without_the_required_communities() {
+        let index = Arc::new(Index::new([key([10, 0, 0, 0], 8)]));
+        let mut h = Holding::new(index, 65_010);
+        h.require = vec![64_500 << 16 | 100];
+        assert!(count_update(&update(&[65_001]), &mut h, 0));
+        assert_eq!(h.untagged, 2, "no COMMUNITIES at all: both prefixes");
+        // The same UPDATE with COMMUNITIES 64500:100 inserted before its NLRI.
+        let mut m = update(&[65_001]);
+        let alen_at = 19 + 2 + 4;
+        let alen = usize::from(u16::from_be_bytes([m[alen_at], m[alen_at + 1]]));
+        let at = alen_at + 2 + alen;
+        m.splice(at..at, [0xc0, 8, 4, 0xfb, 0xf4, 0, 100]);
+        m[alen_at..alen_at + 2].copy_from_slice(&((alen + 7) as u16).to_be_bytes());
+        let len = m.len() as u16;
+        m[16..18].copy_from_slice(&len.to_be_bytes());
+        assert!(count_update(&m, &mut h, 0));
+        assert_eq!(h.untagged, 2, "tagged: nothing more counted");
+        h.require.push(64_500 << 16 | 200);
+        assert!(count_update(&m, &mut h, 0));
+        assert_eq!(h.untagged, 4, "one of two required is missing");
     }
 
     #[test]

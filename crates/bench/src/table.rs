@@ -47,6 +47,8 @@ pub struct Feed {
     pub bytes: Vec<u8>,
     /// Every prefix announced, by [`key`].
     pub prefixes: Vec<u64>,
+    /// The prefixes whose route `--policy`'s transit filter accepts ([`crate::policy`]).
+    pub accepted: hashbrown::HashSet<u64>,
     /// Number of UPDATE messages (End-of-RIB included).
     pub messages: usize,
 }
@@ -57,8 +59,12 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
     let mut order: Vec<(Vec<u8>, Vec<Nlri>)> = Vec::new();
     let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut prefixes = Vec::new();
+    let mut accepted = hashbrown::HashSet::new();
     for (attrs, p) in routes {
         prefixes.push(key(&p));
+        if crate::policy::passes(&attrs, &p) {
+            accepted.insert(key(&p));
+        }
         let i = match slot.get(&attrs) {
             Some(i) => *i,
             None => {
@@ -80,6 +86,7 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
             messages += n;
         } else {
             prefixes.retain(|k| !nlri.iter().any(|n| key(&n.prefix) == *k));
+            accepted.retain(|k| !nlri.iter().any(|n| key(&n.prefix) == *k));
         }
     }
     bytes.extend_from_slice(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast));
@@ -87,6 +94,7 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
         asn,
         bytes,
         prefixes,
+        accepted,
         messages: messages + 1,
     }
 }

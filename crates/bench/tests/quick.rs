@@ -9,6 +9,7 @@ use std::process::Command;
 /// this file run in parallel).
 const PORT: &str = "27890";
 const RELAY_TEST_PORT: &str = "27892";
+const POLICY_TEST_PORT: &str = "27894";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -150,6 +151,43 @@ fn quick_two_full_tables_through_a_real_bird_are_correct() {
         assert!(
             got["announced"].as_u64().unwrap_or(0) >= got["held"].as_u64().unwrap_or(0),
             "{r}"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// `--policy`: the transit filter on import and a tagging export policy, in ribshard's
+/// `[policy-options]` and in BIRD's filters. Each downstream must hold exactly what the bench's
+/// own reading of the filter accepts (fewer prefixes than without it), every route tagged by
+/// both policies.
+#[test]
+fn quick_two_full_tables_with_policy_are_correct_on_ribshard_and_bird() {
+    let work = std::env::temp_dir().join(format!("ribshard-bench-policy-{}", std::process::id()));
+    let mut duts = vec!["ribshard"];
+    if bird_installed() {
+        duts.push("bird2");
+    } else {
+        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2); ribshard only");
+    }
+    let plain = run_with("two-full-tables", "ribshard", &work, POLICY_TEST_PORT, &[]);
+    check(&plain, "two-full-tables", "ribshard");
+    for dut in duts {
+        let r = run_with(
+            "two-full-tables",
+            dut,
+            &work,
+            POLICY_TEST_PORT,
+            &["--policy"],
+        );
+        check(&r, "two-full-tables", dut);
+        assert_eq!(r["policy"], true, "{r}");
+        let (with, without) = (
+            r["received"]["held"].as_u64().unwrap_or(0),
+            plain["received"]["held"].as_u64().unwrap_or(0),
+        );
+        assert!(
+            with > 0 && with < without,
+            "{with} with policy, {without} without"
         );
     }
     let _ = std::fs::remove_dir_all(&work);

@@ -157,8 +157,8 @@ fn transit_edge_on_the_real_tables() {
                     let mut at = 0;
                     while let (Some(&k), Some(&n)) = (as_path.get(at), as_path.get(at + 1)) {
                         let body = &as_path[at + 2..at + 2 + 4 * usize::from(n)];
-                        // An AS_SET is one element that only `.` matches (as in Junos).
-                        if k == segment::AS_SEQUENCE {
+                        // An AS_SET's members count too (a set matches where a member does).
+                        if k == segment::AS_SEQUENCE || k == segment::AS_SET {
                             asns.extend(
                                 body.chunks(4)
                                     .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])),

@@ -7,8 +7,9 @@
 //! or its complement `[^ ...]`, grouping `( )`, alternation `|`, and the repetitions `*`,
 //! `+`, `?`, `{m}`, `{m,}`, `{m,n}`; terms are separated by spaces. The expression is matched
 //! against the whole path (Junos anchors it at both ends; `^` and `$` may be written). An
-//! AS_SET counts as one element that only `.` and complemented sets match; confederation
-//! segments are not matched.
+//! AS_SET counts as one element, which a term matches if it matches any of the set's
+//! members (so a bogon AS inside an aggregate's set is found, as BIRD's `bgp_path ~ set`
+//! finds it); confederation segments are not matched.
 
 use regex_automata::dfa::{dense, Automaton, StartKind};
 use regex_automata::util::start;
@@ -267,10 +268,8 @@ impl Parser<'_> {
     }
 }
 
-/// The class an AS_SET element falls in: beyond every AS number class.
-const SET_CLASS: u8 = 255;
-/// AS number classes an expression may use (one byte each, the last kept for AS_SET).
-const MAX_CLASSES: usize = 255;
+/// AS number classes an expression may use (one byte each).
+const MAX_CLASSES: usize = 256;
 
 /// The shapes most AS path filters have, matched without the automaton: one pass over
 /// the path, no class lookups.
@@ -286,7 +285,7 @@ enum Shape {
     Length(u32, Option<u32>),
 }
 
-/// One element's test: AS numbers in ranges, or not in them (an AS_SET is in no range).
+/// One element's test: AS numbers in ranges, or not in them.
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct Elem {
     ranges: Vec<(u32, u32)>,
@@ -295,10 +294,27 @@ struct Elem {
 
 impl Elem {
     #[inline]
-    fn test(&self, asn: Option<u32>) -> bool {
-        let inside = asn.is_some_and(|a| self.ranges.iter().any(|&(lo, hi)| lo <= a && a <= hi));
-        inside != self.negated
+    fn test_as(&self, a: u32) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= a && a <= hi) != self.negated
     }
+
+    /// An element: one AS, or an AS_SET (matched where any member is).
+    #[inline]
+    fn test(&self, e: Element<'_>) -> bool {
+        match e {
+            Element::As(a) => self.test_as(a),
+            Element::Set(members) => members
+                .chunks_exact(4)
+                .any(|c| self.test_as(u32::from_be_bytes(c.try_into().unwrap_or([0; 4])))),
+        }
+    }
+}
+
+/// One element of a path: an AS of a sequence, or an AS_SET's members (4 octets each).
+#[derive(Clone, Copy)]
+enum Element<'a> {
+    As(u32),
+    Set(&'a [u8]),
 }
 
 fn any_star(a: &Ast) -> bool {
@@ -480,7 +496,11 @@ impl AsPathRegex {
     }
 
     fn matches_dfa(&self, as_path: &[u8]) -> bool {
-        let mut s = self.start;
+        use regex_automata::util::primitives::StateID;
+        // Usually one state; an AS_SET leaves one per member class that goes somewhere.
+        let mut states: Vec<StateID> = Vec::new();
+        let mut one = self.start;
+        let mut many = false;
         let mut at = 0usize;
         while let (Some(&kind), Some(&n)) = (as_path.get(at), as_path.get(at + 1)) {
             let n = usize::from(n);
@@ -489,19 +509,54 @@ impl AsPathRegex {
             match kind {
                 segment::AS_SEQUENCE => {
                     for c in body.chunks_exact(4) {
-                        let asn = u32::from_be_bytes(c.try_into().unwrap_or([0; 4]));
-                        s = self.dfa.next_state(s, self.class(asn));
+                        let class = self.class(u32::from_be_bytes(c.try_into().unwrap_or([0; 4])));
+                        if many {
+                            for st in states.iter_mut() {
+                                *st = self.dfa.next_state(*st, class);
+                            }
+                        } else {
+                            one = self.dfa.next_state(one, class);
+                        }
                     }
                 }
-                segment::AS_SET => s = self.dfa.next_state(s, SET_CLASS),
+                segment::AS_SET => {
+                    let from: Vec<StateID> = if many { states.clone() } else { vec![one] };
+                    states.clear();
+                    for st in from {
+                        for c in body.chunks_exact(4) {
+                            let class =
+                                self.class(u32::from_be_bytes(c.try_into().unwrap_or([0; 4])));
+                            let next = self.dfa.next_state(st, class);
+                            if !self.dfa.is_dead_state(next) && !states.contains(&next) {
+                                states.push(next);
+                            }
+                        }
+                    }
+                    many = true;
+                }
                 _ => {}
             }
-            if self.dfa.is_dead_state(s) {
+            if many {
+                states.retain(|st| !self.dfa.is_dead_state(*st));
+                match states.as_slice() {
+                    [] => return false,
+                    [only] => {
+                        one = *only;
+                        many = false;
+                        states.clear();
+                    }
+                    _ => {}
+                }
+            } else if self.dfa.is_dead_state(one) {
                 return false;
             }
         }
-        let end = self.dfa.next_eoi_state(s);
-        self.dfa.is_match_state(end)
+        let matching = |st: StateID| self.dfa.is_match_state(self.dfa.next_eoi_state(st));
+        if many {
+            states.into_iter().any(matching)
+        } else {
+            matching(one)
+        }
     }
 
     /// The same over a list of AS numbers (one AS_SEQUENCE), for tests and `policy test`.
@@ -518,10 +573,10 @@ impl AsPathRegex {
     }
 }
 
-/// Calls `f` with each element of the path in order (an AS of a sequence, or `None` for an
-/// AS_SET; confederation segments left out) until it returns true.
+/// Calls `f` with each element of the path in order (an AS of a sequence, or an AS_SET;
+/// confederation segments left out) until it returns true.
 #[inline]
-fn any_element(as_path: &[u8], mut f: impl FnMut(Option<u32>) -> bool) -> bool {
+fn any_element<'a>(as_path: &'a [u8], mut f: impl FnMut(Element<'a>) -> bool) -> bool {
     let mut at = 0usize;
     while let (Some(&kind), Some(&n)) = (as_path.get(at), as_path.get(at + 1)) {
         let n = usize::from(n);
@@ -530,12 +585,14 @@ fn any_element(as_path: &[u8], mut f: impl FnMut(Option<u32>) -> bool) -> bool {
         match kind {
             segment::AS_SEQUENCE => {
                 for c in body.chunks_exact(4) {
-                    if f(Some(u32::from_be_bytes(c.try_into().unwrap_or([0; 4])))) {
+                    if f(Element::As(u32::from_be_bytes(
+                        c.try_into().unwrap_or([0; 4]),
+                    ))) {
                         return true;
                     }
                 }
             }
-            segment::AS_SET if f(None) => return true,
+            segment::AS_SET if f(Element::Set(body)) => return true,
             _ => {}
         }
     }
@@ -582,12 +639,9 @@ fn translate(a: &Ast, bounds: &[u32], out: &mut String) {
                 let lo = bounds.get(c).copied().unwrap_or(u32::MAX);
                 ranges.iter().any(|&(a, b)| a <= lo && lo <= b)
             };
-            let mut classes: Vec<usize> = (0..bounds.len())
+            let classes: Vec<usize> = (0..bounds.len())
                 .filter(|&c| inside(c) != *negated)
                 .collect();
-            if *negated {
-                classes.push(usize::from(SET_CLASS));
-            }
             out.push('[');
             for c in classes {
                 let _ = write!(out, "\\x{c:02X}");
@@ -673,8 +727,18 @@ mod tests {
         path.extend_from_slice(&1u32.to_be_bytes());
         path.extend_from_slice(&2u32.to_be_bytes());
         assert!(re("65001 .").matches(&path));
-        assert!(!re("65001 1").matches(&path));
+        assert!(re("65001 1").matches(&path), "a member matches");
+        assert!(re("65001 2").matches(&path));
+        assert!(!re("65001 3").matches(&path));
+        assert!(!re("65001 1 2").matches(&path), "a set is one element");
         assert!(!re("65001 . .").matches(&path));
+        assert!(re(".* [64512-65534 2] .*").matches(&path));
+        // Different members lead different ways through the automaton.
+        path.extend_from_slice(&[segment::AS_SEQUENCE, 1]);
+        path.extend_from_slice(&6u32.to_be_bytes());
+        assert!(re("(65001 1 5 | 65001 2 6)").matches(&path));
+        assert!(re("(65001 1 6 | 65001 2 5)").matches(&path));
+        assert!(!re("(65001 1 5 | 65001 2 5)").matches(&path));
     }
 
     #[test]
