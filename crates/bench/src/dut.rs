@@ -77,7 +77,10 @@ pub struct Topology {
     pub neighbors: Vec<Neighbor>,
     /// Transit only: the transit filter on import and a tagging export policy
     /// ([`crate::policy`]; ribshard and BIRD 2).
-    pub policy: bool,
+    pub policy: Option<crate::policy::Filter>,
+    /// BIRD keeps an import table (its Adj-RIB-In), so that a changed import filter is
+    /// applied again without a route refresh, as ribshard does (`--policy-change`).
+    pub import_table: bool,
 }
 
 impl Topology {
@@ -115,6 +118,8 @@ pub enum DutError {
         status: String,
         log: PathBuf,
     },
+    #[error("{dut} did not take the new configuration: {what}")]
+    Reload { dut: &'static str, what: String },
     #[error("the BIRD relay at {relay} did not establish its session with the DUT: {what}")]
     Relay {
         relay: std::net::Ipv4Addr,
@@ -136,6 +141,7 @@ pub struct Dut {
     pub dir: PathBuf,
     /// The configuration it was started with.
     pub config: PathBuf,
+    threads: Threads,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), DutError> {
@@ -222,13 +228,7 @@ impl Dut {
             DutKind::Ribshard => {
                 let conf = dir.join("ribshard.toml");
                 config = conf.clone();
-                let socket = dir.join("ribshard.sock");
-                let config = format!(
-                    "{}\n[management]\nsocket = \"{}\"\n",
-                    ribshard_config(topo, threads),
-                    socket.display()
-                );
-                write(&conf, &config)?;
+                write(&conf, &ribshard_config(topo, threads, dir))?;
                 let mut c = Command::new(&program);
                 c.arg("run").arg("--config").arg(&conf);
                 c.env(
@@ -296,7 +296,52 @@ impl Dut {
             child,
             dir: dir.to_path_buf(),
             config,
+            threads,
         })
+    }
+
+    /// Writes the configuration for `topo` in place of the running one and has the daemon
+    /// read it as an operator would (ribshard: `ribshard configure reload`; BIRD: `birdc
+    /// configure`), returning once the daemon has accepted it.
+    pub fn reload(&mut self, topo: &Topology) -> Result<(), DutError> {
+        let (text, mut cmd) = match self.kind {
+            DutKind::Ribshard => {
+                let mut c = Command::new(ribshard_binary());
+                c.arg("--socket")
+                    .arg(self.dir.join("ribshard.sock"))
+                    .args(["configure", "reload"]);
+                (ribshard_config(topo, self.threads, &self.dir), c)
+            }
+            DutKind::Bird2 => {
+                let mut c = Command::new("birdc");
+                c.arg("-s").arg(self.dir.join("bird.ctl")).arg("configure");
+                (bird_config(topo, &self.dir), c)
+            }
+            k => {
+                return Err(DutError::Reload {
+                    dut: k.name(),
+                    what: "the bench reloads only ribshard and BIRD 2".into(),
+                })
+            }
+        };
+        write(&self.config, &text)?;
+        let out = cmd.output().map_err(|e| DutError::Reload {
+            dut: self.kind.name(),
+            what: e.to_string(),
+        })?;
+        let said = String::from_utf8_lossy(&out.stdout).into_owned()
+            + &String::from_utf8_lossy(&out.stderr);
+        // birdc exits 0 whatever the answer; "Reconfigured" is BIRD's word for done.
+        let taken =
+            out.status.success() && (self.kind != DutKind::Bird2 || said.contains("Reconfigur"));
+        if taken {
+            Ok(())
+        } else {
+            Err(DutError::Reload {
+                dut: self.kind.name(),
+                what: said.trim().to_string(),
+            })
+        }
     }
 
     /// An error when the daemon has exited.
@@ -416,7 +461,7 @@ pub fn memory(pid: u32) -> (u64, u64) {
     (kb("VmRSS:"), kb("VmHWM:"))
 }
 
-fn ribshard_config(t: &Topology, threads: Threads) -> String {
+fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
@@ -432,7 +477,7 @@ fn ribshard_config(t: &Topology, threads: Threads) -> String {
         let _ = writeln!(s, "\n[[bgp.group]]\nname = \"{g}\"");
         match t.role {
             Role::Transit => {
-                let (import, export) = if t.policy {
+                let (import, export) = if t.policy.is_some() {
                     ("transit-in", "tag-out")
                 } else {
                     ("accept", "accept")
@@ -463,9 +508,14 @@ fn ribshard_config(t: &Topology, threads: Threads) -> String {
             );
         }
     }
-    if t.policy {
-        s.push_str(&crate::policy::ribshard());
+    if let Some(f) = t.policy {
+        s.push_str(&crate::policy::ribshard(f));
     }
+    let _ = writeln!(
+        s,
+        "\n[management]\nsocket = \"{}\"",
+        dir.join("ribshard.sock").display()
+    );
     s
 }
 
@@ -475,8 +525,8 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
          log \"{}/bird.log\" {{ warning, error, fatal }};\nprotocol device {{}}\n",
         dir.display()
     );
-    if t.policy {
-        s.push_str(&crate::policy::bird());
+    if let Some(f) = t.policy {
+        s.push_str(&crate::policy::bird(f));
     }
     if t.role == Role::Reflector {
         // iBGP next hops are resolved recursively (RFC 4271 section 5.1.3); make the
@@ -492,19 +542,24 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
             Role::Transit => (
                 "multihop;",
                 format!(
-                    "import {}; export {};{}",
-                    match (n.sends, t.policy) {
+                    "import {}; export {};{}{}",
+                    match (n.sends, t.policy.is_some()) {
                         (false, _) => "none",
                         (true, false) => "all",
                         (true, true) => "filter transit_in",
                     },
-                    match (n.receives, t.policy) {
+                    match (n.receives, t.policy.is_some()) {
                         (false, _) => "none",
                         (true, false) => "all",
                         (true, true) => "filter tag_out",
                     },
                     if n.receives {
                         " next hop address 198.51.100.99;"
+                    } else {
+                        ""
+                    },
+                    if n.sends && t.import_table {
+                        " import table on;"
                     } else {
                         ""
                     }

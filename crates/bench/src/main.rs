@@ -70,6 +70,11 @@ enum Command {
         /// adding a community (full-table, two-full-tables, churn; ribshard and bird2).
         #[arg(long)]
         policy: bool,
+        /// With --policy: once converged, reload with an import policy that also refuses the
+        /// /24s and tags differently, sessions kept, and time the downstream's re-convergence
+        /// (BIRD keeps an import table for it, as ribshard keeps its Adj-RIB-In).
+        #[arg(long, requires = "policy")]
+        policy_change: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -157,6 +162,7 @@ fn main() -> ExitCode {
             through_bird,
             show,
             policy,
+            policy_change,
         } => {
             let opts = Options {
                 scenario,
@@ -177,6 +183,7 @@ fn main() -> ExitCode {
                 through_bird,
                 operator_view: show,
                 policy,
+                policy_change,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

@@ -3,9 +3,45 @@
 //! 50 AS or more, our own prefixes) that also sets local preference and tags the route, and
 //! an export policy that adds a community. The same policy in each daemon's language, and
 //! what it accepts computed here, independently of any of them, for the expected tables.
+//! `--policy-change` then reloads the daemon with [`Filter::CHANGED`].
 
 use ribshard_wire::update::{segment, RawAttrIter};
 use ribshard_wire::{attr, Prefix};
+
+/// What varies between the transit filter a run starts with and the one a
+/// `--policy-change` reload puts in its place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Filter {
+    /// The longest prefix accepted.
+    pub max_len: u8,
+    /// The community the import policy adds is 64500:`tag`.
+    pub tag: u16,
+}
+
+impl Filter {
+    pub const FIRST: Filter = Filter {
+        max_len: 24,
+        tag: 100,
+    };
+    /// Refuses the /24s too (about half of a 2010 table) and tags differently, so that every
+    /// route the downstream keeps changes.
+    pub const CHANGED: Filter = Filter {
+        max_len: 23,
+        tag: 101,
+    };
+
+    /// Whether a route [`passes`] the first filter accepts is accepted by this one too: they
+    /// differ only in `max_len` (CHANGED's is the lower) and the tag.
+    pub fn keeps(self, key: u64) -> bool {
+        key & 0xff <= u64::from(self.max_len)
+    }
+
+    /// The communities the import policy (64500:`tag`) and the export policy (64500:200)
+    /// add: every route a downstream receives must carry both.
+    pub fn tags(self) -> [u32; 2] {
+        [64500 << 16 | u32::from(self.tag), 64500 << 16 | 200]
+    }
+}
 
 /// Bogon IPv4 prefixes (each and everything under it).
 pub const BOGONS: [(&str, [u8; 4], u8); 13] = [
@@ -32,10 +68,6 @@ pub const BOGON_ASNS: [(u32, u32); 4] = [
     (4_200_000_000, u32::MAX),
 ];
 
-/// The communities the import policy (64500:100) and the export policy (64500:200) add:
-/// every route a downstream receives must carry both.
-pub const TAGS: [u32; 2] = [64500 << 16 | 100, 64500 << 16 | 200];
-
 /// Our own prefix, refused from outside.
 pub const OURS: (&str, [u8; 4], u8) = ("145.100.0.0/22", [145, 100, 0, 0], 22);
 
@@ -44,7 +76,8 @@ fn within(p: u32, len: u8, net: [u8; 4], net_len: u8) -> bool {
     len >= net_len && p & mask == u32::from_be_bytes(net) & mask
 }
 
-/// Whether the transit filter accepts a route (attributes as a 4-octet session sends them).
+/// Whether the transit filter ([`Filter::FIRST`]) accepts a route (attributes as a 4-octet
+/// session sends them).
 pub fn passes(attrs: &[u8], prefix: &Prefix) -> bool {
     let Prefix::V4 { addr, len } = prefix.masked() else {
         return true;
@@ -52,7 +85,7 @@ pub fn passes(attrs: &[u8], prefix: &Prefix) -> bool {
     if BOGONS.iter().any(|(_, n, l)| within(addr, len, *n, *l)) {
         return false;
     }
-    if !(8..=24).contains(&len) || within(addr, len, OURS.1, OURS.2) {
+    if !(8..=Filter::FIRST.max_len).contains(&len) || within(addr, len, OURS.1, OURS.2) {
         return false;
     }
     let path = RawAttrIter::new(attrs)
@@ -79,7 +112,7 @@ pub fn passes(attrs: &[u8], prefix: &Prefix) -> bool {
 }
 
 /// ribshard's `[policy-options]`, with `transit-in` and `tag-out`.
-pub fn ribshard() -> String {
+pub fn ribshard(f: Filter) -> String {
     let bogons: Vec<String> = BOGONS.iter().map(|(p, _, _)| format!("\"{p}\"")).collect();
     let asns: Vec<String> = BOGON_ASNS
         .iter()
@@ -98,7 +131,7 @@ prefixes = [{bogons}]
 [policy-options.prefix-list.ours]
 prefixes = ["{ours}"]
 [policy-options.community.from-transit]
-members = ["64500:100"]
+members = ["64500:{tag}"]
 [policy-options.community.to-downstream]
 members = ["64500:200"]
 [policy-options.as-path]
@@ -110,7 +143,7 @@ from = {{ prefix-list-filter = {{ list = "bogons", match = "orlonger" }} }}
 then = {{ action = "reject" }}
 [[policy-options.policy-statement.transit-in.term]]
 name = "lengths"
-from = {{ route-filter = ["0.0.0.0/0 prefix-length-range /25-/32", "0.0.0.0/0 upto /7"] }}
+from = {{ route-filter = ["0.0.0.0/0 prefix-length-range /{too_long}-/32", "0.0.0.0/0 upto /7"] }}
 then = {{ action = "reject" }}
 [[policy-options.policy-statement.transit-in.term]]
 name = "paths"
@@ -129,11 +162,13 @@ then = {{ community-add = "to-downstream", action = "accept" }}
         bogons = bogons.join(", "),
         ours = OURS.0,
         asns = asns.join(" "),
+        tag = f.tag,
+        too_long = f.max_len + 1,
     )
 }
 
 /// BIRD's definitions and filters `transit_in` and `tag_out`.
-pub fn bird() -> String {
+pub fn bird(f: Filter) -> String {
     let bogons: Vec<String> = BOGONS.iter().map(|(p, _, _)| format!("{p}+")).collect();
     let asns: Vec<String> = BOGON_ASNS
         .iter()
@@ -148,14 +183,16 @@ pub fn bird() -> String {
     format!(
         "define BOGONS = [ {} ];\ndefine BOGON_ASNS = [ {} ];\ndefine OURS = [ {}+ ];\n\
          filter transit_in {{\n  if net ~ BOGONS then reject;\n  \
-         if net.len > 24 || net.len < 8 then reject;\n  \
+         if net.len > {} || net.len < 8 then reject;\n  \
          if bgp_path ~ BOGON_ASNS then reject;\n  if bgp_path.len >= 50 then reject;\n  \
          if net ~ OURS then reject;\n  bgp_local_pref = 100;\n  \
-         bgp_community.add((64500, 100));\n  accept;\n}}\n\
+         bgp_community.add((64500, {}));\n  accept;\n}}\n\
          filter tag_out {{\n  bgp_community.add((64500, 200));\n  accept;\n}}\n",
         bogons.join(", "),
         asns.join(", "),
-        OURS.0
+        OURS.0,
+        f.max_len,
+        f.tag
     )
 }
 

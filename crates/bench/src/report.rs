@@ -56,6 +56,13 @@ pub fn one_line(r: &RunResult) -> String {
     if r.policy {
         s.push_str("  with policy");
     }
+    if let Some(c) = &r.policy_change {
+        let _ = write!(
+            s,
+            "  policy change re-converged in {:.3} s, DUT CPU {:.2} s ({} UPDATEs, {} announced, {} withdrawn)",
+            c.converge_s, c.dut_cpu_s, c.received.updates, c.received.announced, c.received.withdrawn
+        );
+    }
     let got = &r.received;
     if got.updates > 0 {
         let _ = write!(
@@ -121,6 +128,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         receivers: Vec::new(),
         through: opts.through_bird.then(|| "bird2".to_string()),
         policy: opts.policy,
+        policy_change: None,
     }
 }
 
@@ -232,6 +240,7 @@ pub fn run_matrix<E>(
                 operator_view: false,
                 through_bird: false,
                 policy: false,
+                policy_change: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

@@ -8,6 +8,7 @@
 //! any receiver got. Correct means every receiver then holds exactly its expected prefixes.
 
 use crate::dut::{Dut, DutError, DutKind, Neighbor, Role, Threads, Topology, LOCAL_AS};
+use crate::policy::Filter;
 use crate::relay::Relay;
 use crate::speaker::{now_ns, Bits, Holding, Index, PeerSpec, Session, SessionError};
 use crate::table::{self, Feed, Source, Spread, Trace};
@@ -127,6 +128,9 @@ pub struct Options {
     /// The transit filter on import and a tagging export policy (transit scenarios,
     /// ribshard and BIRD 2): [`crate::policy`].
     pub policy: bool,
+    /// With `policy`: once converged, reload with [`crate::policy::Filter::CHANGED`] and time
+    /// the downstream's re-convergence, sessions kept.
+    pub policy_change: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -144,9 +148,7 @@ pub enum BenchError {
     NoTrace(PathBuf),
     #[error("--through-bird needs eBGP downstreams: full-table or two-full-tables, not {0}")]
     NoRelay(&'static str),
-    #[error(
-        "--policy runs with ribshard and bird2 on full-table, two-full-tables or churn, not {0}"
-    )]
+    #[error("--policy and --policy-change run with ribshard and bird2 on full-table or two-full-tables, not {0}")]
     NoPolicy(String),
 }
 
@@ -211,8 +213,24 @@ pub struct RunResult {
     /// With the transit filter on import and a tagging export policy ([`crate::policy`]).
     #[serde(default)]
     pub policy: bool,
+    /// `--policy-change`: the reload that followed convergence.
+    #[serde(default)]
+    pub policy_change: Option<PolicyChange>,
     #[serde(default)]
     pub receivers: Vec<Received>,
+}
+
+/// A reload changing the import policy of every upstream ([`crate::policy::Filter::CHANGED`]),
+/// measured from the reload command until every downstream holds what the new policy accepts,
+/// with the new tags, sessions kept.
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct PolicyChange {
+    /// The reload command to the last UPDATE any receiver got.
+    pub converge_s: f64,
+    /// User + system CPU of the DUT's processes over that time.
+    pub dut_cpu_s: f64,
+    /// What the downstreams were sent in that time.
+    pub received: Received,
 }
 
 /// What one downstream peer (or all of them) received: the work a real router pays for.
@@ -260,6 +278,8 @@ struct Plan {
     expected: Vec<Option<Bits>>,
     /// churn: expected once the trace is replayed as well.
     after_trace: Vec<Option<Bits>>,
+    /// Expected per receiver after a `--policy-change` reload.
+    after_change: Vec<Option<Bits>>,
     index: Arc<Index>,
     routes: usize,
     data: &'static str,
@@ -422,7 +442,7 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
     let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
     // Receivers in the rr setups (sources included) are checked only where they are not
     // sources: a source gets the reflected best paths of the others, which depend on ties.
-    let expected_with = |trace: Option<&Trace>| -> Vec<Option<Bits>> {
+    let expected_with = |trace: Option<&Trace>, filter: Filter| -> Vec<Option<Bits>> {
         neighbors
             .iter()
             .enumerate()
@@ -439,7 +459,7 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
                     for f in f.iter() {
                         for k in &f.prefixes {
                             // With the transit filter: what it accepts of some upstream.
-                            if opts.policy && !f.accepted.contains(k) {
+                            if opts.policy && !(f.accepted.contains(k) && filter.keeps(*k)) {
                                 continue;
                             }
                             if let Some(x) = index.get(*k) {
@@ -463,10 +483,15 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
     };
     // Receivers in the rr setups are checked only where they are not sources: a source gets
     // the reflected best paths of the others, which depend on tie-breaks.
-    let expected = expected_with(None);
+    let expected = expected_with(None, Filter::FIRST);
     let after_trace = match &trace {
-        Some(t) => expected_with(Some(t)),
+        Some(t) => expected_with(Some(t), Filter::FIRST),
         None => Vec::new(),
+    };
+    let after_change = if opts.policy_change {
+        expected_with(None, Filter::CHANGED)
+    } else {
+        Vec::new()
     };
     let hold = if opts.scenario == Scenario::Churn {
         9
@@ -479,11 +504,13 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
             port: opts.port,
             hold,
             neighbors,
-            policy: opts.policy,
+            policy: opts.policy.then_some(Filter::FIRST),
+            import_table: opts.policy_change,
         },
         feeds,
         expected,
         after_trace,
+        after_change,
         index,
         routes,
         data,
@@ -524,8 +551,8 @@ fn establish_all(
                         };
                         let holding = plan.expected[i].as_ref().map(|_| {
                             let mut h = Holding::new(plan.index.clone(), spec.asn);
-                            if plan.topo.policy {
-                                h.require = crate::policy::TAGS.to_vec();
+                            if let Some(f) = plan.topo.policy.filter(|_| false) {
+                                h.require(&f.tags());
                             }
                             if record == Some(i) {
                                 h.record = Some(Vec::new());
@@ -651,7 +678,8 @@ fn wait_converged(
             };
             let st = &s.stats;
             full &= st.held.load(Ordering::Relaxed) == e.count()
-                && st.extras.load(Ordering::Relaxed) == 0;
+                && st.extras.load(Ordering::Relaxed) == 0
+                && st.untagged.load(Ordering::Relaxed) == 0;
             last = last.max(st.last_update_ns.load(Ordering::Relaxed));
         }
         if full && full_at.is_none() {
@@ -681,6 +709,92 @@ fn wait_converged(
             });
         }
     }
+}
+
+/// What each watched receiver has been sent so far.
+fn received_by(sessions: &[Option<Session>], watch: &[usize]) -> Vec<Received> {
+    watch
+        .iter()
+        .filter_map(|&i| sessions.get(i)?.as_ref())
+        .map(|s| {
+            let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
+            Received {
+                peer: s.spec.local.to_string(),
+                updates: load(&s.stats.updates),
+                octets: load(&s.stats.update_octets),
+                announced: load(&s.stats.announced),
+                withdrawn: load(&s.stats.withdrawn),
+                redundant: load(&s.stats.redundant),
+                held: load(&s.stats.held),
+            }
+        })
+        .collect()
+}
+
+/// `--policy-change`: every receiver must now hold what [`Filter::CHANGED`] accepts, with its
+/// tags; the daemon is reloaded with it and the clock runs from the reload command to the
+/// downstreams' convergence (`clock.t0` is set here). Whether it converged, and the figures.
+fn change_policy(
+    plan: &Plan,
+    sessions: &[Option<Session>],
+    receivers: &[usize],
+    clock: Clock,
+    dut: &mut Dut,
+) -> Result<(bool, PolicyChange), BenchError> {
+    let mut changed = plan.topo.clone();
+    changed.policy = Some(Filter::CHANGED);
+    let mut before = Received::default();
+    received_by(sessions, receivers)
+        .iter()
+        .for_each(|r| before.add(r));
+    // Before the reload: what is held now carries the old tags and must be sent again.
+    for &i in receivers {
+        let Some(Some(s)) = sessions.get(i) else {
+            continue;
+        };
+        if let Some(mut h) = s.holding.as_ref().and_then(|h| h.lock().ok()) {
+            h.require(&Filter::CHANGED.tags());
+            s.stats
+                .untagged
+                .store(h.untagged.count(), Ordering::Relaxed);
+        }
+    }
+    let (cpu0, t0) = (dut.cpu_seconds(), now_ns());
+    dut.reload(&changed)?;
+    tracing::info!(
+        "reloaded with the changed import policy in {:.3} s",
+        (now_ns() - t0) as f64 / 1e9
+    );
+    let phase = wait_converged(
+        &plan.after_change,
+        sessions,
+        receivers,
+        &AtomicUsize::new(0),
+        0,
+        Clock { t0, ..clock },
+        dut,
+    )?;
+    let mut after = Received::default();
+    received_by(sessions, receivers)
+        .iter()
+        .for_each(|r| after.add(r));
+    let received = Received {
+        peer: String::new(),
+        updates: after.updates - before.updates,
+        octets: after.octets - before.octets,
+        announced: after.announced - before.announced,
+        withdrawn: after.withdrawn - before.withdrawn,
+        redundant: after.redundant - before.redundant,
+        held: after.held,
+    };
+    Ok((
+        phase.converged,
+        PolicyChange {
+            converge_s: phase.converge_s,
+            dut_cpu_s: dut.cpu_seconds() - cpu0,
+            received,
+        },
+    ))
 }
 
 /// Whether every watched receiver holds exactly its expected prefixes; the first problem.
@@ -715,10 +829,11 @@ fn check(
                 h.extras.len()
             ));
         }
-        if h.untagged > 0 {
+        if h.untagged.count() > 0 {
             return Some(format!(
-                "{}: {} announced prefixes lack the policy's communities",
-                n.addr, h.untagged
+                "{}: {} prefixes held without the policy's communities",
+                n.addr,
+                h.untagged.count()
             ));
         }
     }
@@ -807,8 +922,8 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         path: dir.clone(),
         source,
     })?;
-    if opts.policy
-        && (plan.topo.role != Role::Transit
+    if (opts.policy || opts.policy_change)
+        && (!matches!(opts.scenario, Scenario::FullTable | Scenario::TwoFullTables)
             || !matches!(opts.dut, DutKind::Ribshard | DutKind::Bird2))
     {
         return Err(BenchError::NoPolicy(format!(
@@ -991,12 +1106,33 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             _ => {}
         }
     }
-    let expected = if churn.is_some() {
+    let mut expected = if churn.is_some() {
         &plan.after_trace
     } else {
         &plan.expected
     };
-    let problem = if phase.converged {
+    // --policy-change: only from a correct table, else its time would mean nothing.
+    let mut policy_change = None;
+    let mut converged = phase.converged;
+    let mut learned_problem = None;
+    if phase.converged && opts.policy_change {
+        learned_problem = check(plan, expected, &sessions, &watch)
+            .map(|p| format!("before the policy change: {p}"));
+        if learned_problem.is_none() {
+            let clock = Clock {
+                t0: 0,
+                quiet,
+                timeout,
+            };
+            let (done, change) = change_policy(plan, &sessions, &receivers, clock, dut)?;
+            converged = done;
+            policy_change = Some(change);
+            expected = &plan.after_change;
+        }
+    }
+    let problem = if learned_problem.is_some() {
+        learned_problem
+    } else if converged {
         check(plan, expected, &sessions, &watch)
     } else {
         let lagging = receivers.iter().find_map(|&i| {
@@ -1014,7 +1150,12 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             })
         });
         Some(format!(
-            "not converged (no UPDATE for a minute with every sender done, or {} s passed): {}",
+            "{}not converged (no UPDATE for a minute with every sender done, or {} s passed): {}",
+            if policy_change.is_some() {
+                "after the policy change: "
+            } else {
+                ""
+            },
             timeout.as_secs(),
             lagging.unwrap_or_else(|| "every receiver is whole; the senders did not finish".into())
         ))
@@ -1046,22 +1187,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         tracing::warn!(dir = %dut.dir.display(), secs, "holding the converged daemon");
         std::thread::sleep(Duration::from_secs(secs));
     }
-    let receivers: Vec<Received> = watch
-        .iter()
-        .filter_map(|&i| sessions.get(i)?.as_ref())
-        .map(|s| {
-            let load = |a: &std::sync::atomic::AtomicU64| a.load(Ordering::Relaxed);
-            Received {
-                peer: s.spec.local.to_string(),
-                updates: load(&s.stats.updates),
-                octets: load(&s.stats.update_octets),
-                announced: load(&s.stats.announced),
-                withdrawn: load(&s.stats.withdrawn),
-                redundant: load(&s.stats.redundant),
-                held: load(&s.stats.held),
-            }
-        })
-        .collect();
+    let receivers = received_by(&sessions, &watch);
     let mut received = Received::default();
     receivers.iter().for_each(|r| received.add(r));
     for s in sessions.into_iter().flatten() {
@@ -1109,6 +1235,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         receivers,
         through: opts.through_bird.then(|| "bird2".to_string()),
         policy: opts.policy,
+        policy_change,
     };
     Ok((r, base_rss))
 }

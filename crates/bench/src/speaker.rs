@@ -129,16 +129,17 @@ pub struct Holding {
     pub redundant: u64,
     /// When set, every received prefix with its receipt time (for latency percentiles).
     pub record: Option<Vec<(u64, u64)>>,
-    /// Communities every announcement must carry (a policy's tags, `--policy`), and how many
-    /// announced prefixes lacked one of them.
-    pub require: Vec<u32>,
-    pub untagged: u64,
+    /// Communities every held route must carry (a policy's tags, `--policy`), and the held
+    /// prefixes of the index last announced without one of them.
+    require: Vec<u32>,
+    pub untagged: Bits,
 }
 
 impl Holding {
     pub fn new(index: Arc<Index>, asn: u32) -> Holding {
         let bits = Bits::new(index.len());
         Holding {
+            untagged: Bits::new(index.len()),
             attrs: vec![0; index.len()],
             index,
             asn,
@@ -149,12 +150,19 @@ impl Holding {
             redundant: 0,
             record: None,
             require: Vec::new(),
-            untagged: 0,
         }
     }
-    /// A prefix announced with attributes hashing to `attrs`, or withdrawn (`attrs` 0: also
-    /// an announcement the receiver must ignore, RFC 4271 section 9.1.2).
-    fn apply(&mut self, key: u64, announce: bool, attrs: u64, now: u64) {
+    /// From now on every held route must carry `tags`: what is held so far counts as
+    /// untagged until announced again with them.
+    pub fn require(&mut self, tags: &[u32]) {
+        self.require = tags.to_vec();
+        self.untagged = self.bits.clone();
+    }
+
+    /// A prefix announced with attributes hashing to `attrs` (`tagged`: carrying what
+    /// [`Holding::require`] asks), or withdrawn (`attrs` 0: also an announcement the receiver
+    /// must ignore, RFC 4271 section 9.1.2).
+    fn apply(&mut self, key: u64, announce: bool, attrs: u64, tagged: bool, now: u64) {
         if attrs != 0 || announce {
             self.announced += 1;
         } else {
@@ -170,12 +178,18 @@ impl Holding {
                     *h = attrs;
                 }
                 self.bits.set(i);
+                if tagged {
+                    self.untagged.clear(i);
+                } else {
+                    self.untagged.set(i);
+                }
             }
             (Some(i), false) => {
                 if let Some(h) = self.attrs.get_mut(i as usize) {
                     *h = 0;
                 }
                 self.bits.clear(i);
+                self.untagged.clear(i);
             }
             (None, true) => {
                 self.extras.insert(key);
@@ -203,6 +217,8 @@ pub struct Stats {
     /// Prefixes of the held set (downstream speakers only).
     pub held: AtomicU64,
     pub extras: AtomicU64,
+    /// Held prefixes without the communities required ([`Holding::require`]).
+    pub untagged: AtomicU64,
     /// Receipt time of the last UPDATE, [`now_ns`]; 0 before the first.
     pub last_update_ns: AtomicU64,
     /// Receipt time of the last message of any type: what the peer's hold timer sees.
@@ -508,6 +524,7 @@ fn read_loop(
         if let Some(h) = guard {
             stats.held.store(h.bits.count(), Ordering::Relaxed);
             stats.extras.store(h.extras.len() as u64, Ordering::Relaxed);
+            stats.untagged.store(h.untagged.count(), Ordering::Relaxed);
             stats.announced.store(h.announced, Ordering::Relaxed);
             stats.withdrawn.store(h.withdrawn, Ordering::Relaxed);
             stats.redundant.store(h.redundant, Ordering::Relaxed);
@@ -554,13 +571,9 @@ fn count_update(msg: &[u8], h: &mut Holding, now: u64) -> bool {
     // The attributes as the receiver would compare them: their bytes (never 0 for an
     // announcement, so that 0 can mean "not held").
     let hash = if nlri.is_empty() { 0 } else { fnv1a(attrs) | 1 };
-    if announce && !nlri.is_empty() && !h.require.is_empty() && !carries(attrs, &h.require) {
-        let mut n = 0;
-        prefixes(nlri, |_| n += 1);
-        h.untagged += n;
-    }
-    prefixes(withdrawn, |k| h.apply(k, false, 0, now))
-        && prefixes(nlri, |k| h.apply(k, announce, hash, now))
+    let tagged = h.require.is_empty() || carries(attrs, &h.require);
+    prefixes(withdrawn, |k| h.apply(k, false, 0, true, now))
+        && prefixes(nlri, |k| h.apply(k, announce, hash, tagged, now))
 }
 
 /// Whether the COMMUNITIES attribute (RFC 1997) holds every one of `wanted`.
@@ -713,14 +726,17 @@ mod tests {
         assert!(h.extras.is_empty());
     }
 
-    /// `--policy`: announcements without the policies' communities are counted per prefix.
+    /// `--policy`: held routes without the required communities are known per prefix.
     #[test]
-    fn counts_announcements_without_the_required_communities() {
-        let index = Arc::new(Index::new([key([10, 0, 0, 0], 8)]));
+    fn knows_which_held_routes_lack_the_required_communities() {
+        let index = Arc::new(Index::new([
+            key([10, 0, 0, 0], 8),
+            key([198, 51, 100, 0], 24),
+        ]));
         let mut h = Holding::new(index, 65_010);
-        h.require = vec![64_500 << 16 | 100];
+        h.require(&[64_500 << 16 | 100]);
         assert!(count_update(&update(&[65_001]), &mut h, 0));
-        assert_eq!(h.untagged, 2, "no COMMUNITIES at all: both prefixes");
+        assert_eq!(h.untagged.count(), 1, "10/8 held without COMMUNITIES");
         // The same UPDATE with COMMUNITIES 64500:100 inserted before its NLRI.
         let mut m = update(&[65_001]);
         let alen_at = 19 + 2 + 4;
@@ -731,10 +747,14 @@ mod tests {
         let len = m.len() as u16;
         m[16..18].copy_from_slice(&len.to_be_bytes());
         assert!(count_update(&m, &mut h, 0));
-        assert_eq!(h.untagged, 2, "tagged: nothing more counted");
-        h.require.push(64_500 << 16 | 200);
+        assert_eq!(h.untagged.count(), 0, "announced again, tagged");
+        // A new requirement: everything held is untagged until announced with it.
+        h.require(&[64_500 << 16 | 100, 64_500 << 16 | 200]);
+        assert_eq!(h.untagged.count(), 1);
         assert!(count_update(&m, &mut h, 0));
-        assert_eq!(h.untagged, 4, "one of two required is missing");
+        assert_eq!(h.untagged.count(), 1, "one of the two is missing");
+        assert!(count_update(&update(&[65_001, 65_010]), &mut h, 0));
+        assert_eq!(h.untagged.count(), 0, "a looped route: 10/8 no longer held");
     }
 
     #[test]
