@@ -9,7 +9,10 @@
 mod realdata;
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use realdata::{downstream, info, into_shard, load, peers_up, Table, DOWN_AS};
+use realdata::{
+    downstream, in_update_order, info, into_shard, into_shard_with_import, load, peers_up,
+    transit_in, Table, DOWN_AS,
+};
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
 use ribshard_rib::{Options, PeerInfo};
@@ -119,6 +122,27 @@ fn bench(c: &mut Criterion) {
             total
         })
     });
+    // Announce and decide in the order sessions bring the routes (a set's prefixes
+    // together), without import policy and with one that changes every route it accepts.
+    let ordered = in_update_order(&tables);
+    let chain = transit_in();
+    for (name, import) in [
+        ("one-shard-update-order", None),
+        ("one-shard-update-order-import-policy", Some(chain)),
+    ] {
+        g.bench_function(name, |b| {
+            b.iter_custom(|iters| {
+                let mut total = std::time::Duration::ZERO;
+                for _ in 0..iters {
+                    let t = std::time::Instant::now();
+                    let s = into_shard_with_import(&ordered, import.clone());
+                    total += t.elapsed();
+                    drop(s);
+                }
+                total
+            })
+        });
+    }
     for (s, u) in [(1, 0), (1, 1), (2, 2)] {
         g.bench_function(format!("pipeline-{s}-shards-{u}-update-threads"), |b| {
             b.iter(|| through_pipeline(&tables, s, u, true))

@@ -43,7 +43,7 @@ pub enum NumOp {
 }
 
 impl NumOp {
-    fn on(self, v: u32) -> u32 {
+    pub(crate) fn on(self, v: u32) -> u32 {
         match self {
             NumOp::Set(n) => n,
             NumOp::Add(n) => v.saturating_add(n),
@@ -342,9 +342,9 @@ pub enum Decided {
 /// the same result.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Default)]
 pub struct Trace {
-    ids: [u32; Trace::MAX],
-    len: u8,
-    overflow: bool,
+    pub(crate) ids: [u32; Trace::MAX],
+    pub(crate) len: u8,
+    pub(crate) overflow: bool,
 }
 
 impl Trace {
@@ -399,7 +399,7 @@ const RS_PREPEND: [u32; 3] = [65501, 65502, 65503];
 /// its session type.
 #[derive(Clone, Debug)]
 pub struct Chain {
-    items: Vec<Item>,
+    pub(crate) items: Vec<Item>,
     names: Vec<String>,
     default_accept: bool,
     fingerprint: u64,

@@ -27,6 +27,7 @@ pub mod compile;
 pub mod definition;
 pub mod eval;
 pub mod prefix;
+pub mod raw;
 
 pub use aspath::{AsPathRegex, RegexError};
 pub use community::{Community, CommunitySet, Member};
@@ -37,6 +38,7 @@ pub use eval::{
     Subject, Trace, Verdict,
 };
 pub use prefix::{parse_prefix, Key, MatchType, PrefixError, PrefixSet, PrefixTrie};
+pub use raw::RawApplied;
 
 use std::sync::Arc;
 

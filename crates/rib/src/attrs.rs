@@ -188,6 +188,35 @@ impl RouteAttrs {
         a
     }
 
+    /// [`RouteAttrs::derived`] for a set whose actions changed only LOCAL_PREF, MED, ORIGIN
+    /// or communities ([`ribshard_policy::Chain::apply_raw`]): the other decision inputs are
+    /// the received set's, so only those three are read from the key, without a parse.
+    pub fn edited(key: Box<[u8]>, received: &Arc<RouteAttrs>) -> RouteAttrs {
+        let (mut local_pref, mut med, mut origin) = (None, 0, 2);
+        let n = usize::from(key.first().copied().unwrap_or(0));
+        let u32_of = |v: &[u8]| <[u8; 4]>::try_from(v).ok().map(u32::from_be_bytes);
+        for x in RawAttrIter::new(key.get(1 + n..).unwrap_or(&[])) {
+            match x.type_code {
+                attr::LOCAL_PREF => local_pref = u32_of(x.value),
+                attr::MULTI_EXIT_DISC => med = u32_of(x.value).unwrap_or(0),
+                attr::ORIGIN => origin = x.value.first().copied().filter(|o| *o <= 2).unwrap_or(2),
+                _ => {}
+            }
+        }
+        RouteAttrs {
+            key,
+            local_pref,
+            as_path_len: received.as_path_len,
+            origin,
+            med,
+            neighbor_as: received.neighbor_as,
+            originator_id: received.originator_id,
+            cluster_list_len: received.cluster_list_len,
+            loop_free: received.loop_free,
+            received: Some(received.clone()),
+        }
+    }
+
     /// The set as received (itself, unless import policy changed it).
     pub fn as_received(self: &Arc<Self>) -> &Arc<RouteAttrs> {
         self.received.as_ref().unwrap_or(self)

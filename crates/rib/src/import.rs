@@ -11,9 +11,10 @@
 use crate::attrs::{push_next_hop, RouteAttrs, NH_DISCARD, NH_REJECT, NORMALIZED};
 use crate::shard::PeerIndex;
 use hashbrown::HashMap;
-use ribshard_policy::{ApplyContext, Chain, Modified, NextHopSet, Source, Subject, Trace};
+use ribshard_policy::{ApplyContext, Chain, Modified, NextHopSet, Source, Subject, Trace, Verdict};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::AttrValue;
+use ribshard_wire::update::RawAttrIter;
 use ribshard_wire::{Family, Prefix};
 use std::net::IpAddr;
 use std::sync::{Arc, Weak};
@@ -60,6 +61,19 @@ pub(crate) struct ImportCache {
     by_set: HashMap<(PeerIndex, usize), (Weak<RouteAttrs>, Outcome)>,
     by_trace: HashMap<(PeerIndex, usize, Trace), (Weak<RouteAttrs>, Derived)>,
     sweep_at: usize,
+    /// The last result: an UPDATE's prefixes arrive one after another with one set, and
+    /// this answers them without hashing or touching the cache's weak references. Holds the
+    /// received set (so its address is not reused while here) and the one made, until the
+    /// next result, a policy change or a peer going down.
+    last: Option<Last>,
+}
+
+struct Last {
+    peer: PeerIndex,
+    received: Arc<RouteAttrs>,
+    trace: Option<Trace>,
+    made: Arc<RouteAttrs>,
+    rejected: bool,
 }
 
 impl ImportCache {
@@ -76,8 +90,44 @@ impl ImportCache {
         self.sweep_at = 2 * (self.by_set.len() + self.by_trace.len());
     }
 
+    /// The last result, when it was for this peer, received set and trace (`None`: a
+    /// chain that reads nothing of the prefix).
+    fn last_of(
+        &self,
+        peer: PeerIndex,
+        received: &Arc<RouteAttrs>,
+        trace: Option<Trace>,
+    ) -> Option<(Arc<RouteAttrs>, bool)> {
+        self.last
+            .as_ref()
+            .filter(|l| l.peer == peer && l.trace == trace && Arc::ptr_eq(&l.received, received))
+            .map(|l| (l.made.clone(), l.rejected))
+    }
+
+    fn remember(
+        &mut self,
+        peer: PeerIndex,
+        received: &Arc<RouteAttrs>,
+        trace: Option<Trace>,
+        out: &(Arc<RouteAttrs>, bool),
+    ) {
+        self.last = Some(Last {
+            peer,
+            received: received.clone(),
+            trace,
+            made: out.0.clone(),
+            rejected: out.1,
+        });
+    }
+
+    /// Lets go of the sets the last result holds.
+    pub(crate) fn forget_last(&mut self) {
+        self.last = None;
+    }
+
     /// Forgets a peer's results (its policy changed).
     pub(crate) fn forget(&mut self, peer: PeerIndex) {
+        self.last = None;
         self.by_set.retain(|k, _| k.0 != peer);
         self.by_trace.retain(|k, _| k.0 != peer);
     }
@@ -101,16 +151,18 @@ pub(crate) fn apply(
     let ptr = Arc::as_ptr(received) as usize;
     let by_set = !chain.reads_prefix();
     if by_set {
-        if let Some((_, o)) = cache.by_set.get(&(peer, ptr)) {
-            match o {
-                Outcome::Rejected => return (received.clone(), true),
-                Outcome::Unchanged => return (received.clone(), false),
-                Outcome::Changed(d) => {
-                    if let Some(d) = d.upgrade() {
-                        return (d, false);
-                    }
-                }
-            }
+        if let Some(out) = cache.last_of(peer, received, None) {
+            return out;
+        }
+        let hit = match cache.by_set.get(&(peer, ptr)) {
+            Some((_, Outcome::Rejected)) => Some((received.clone(), true)),
+            Some((_, Outcome::Unchanged)) => Some((received.clone(), false)),
+            Some((_, Outcome::Changed(d))) => d.upgrade().map(|d| (d, false)),
+            None => None,
+        };
+        if let Some(out) = hit {
+            cache.remember(peer, received, None, &out);
+            return out;
         }
     }
     cache.sweep_if_due();
@@ -122,45 +174,67 @@ pub(crate) fn apply(
         receiver_as: None,
     };
     let v = chain.evaluate(&subject);
-    let (out, outcome) = if !v.accept {
-        ((received.clone(), true), Outcome::Rejected)
-    } else if v.trace.is_empty() {
-        ((received.clone(), false), Outcome::Unchanged)
-    } else {
-        let made = match cache
+    if !v.accept || v.trace.is_empty() {
+        let out = (received.clone(), !v.accept);
+        if by_set {
+            let o = match v.accept {
+                false => Outcome::Rejected,
+                true => Outcome::Unchanged,
+            };
+            cache
+                .by_set
+                .insert((peer, ptr), (Arc::downgrade(received), o));
+            cache.remember(peer, received, None, &out);
+        }
+        return out;
+    }
+    let trace = (!by_set).then_some(v.trace);
+    if let Some(t) = trace {
+        if let Some(out) = cache.last_of(peer, received, trace) {
+            return out;
+        }
+        if let Some(d) = cache
             .by_trace
-            .get(&(peer, ptr, v.trace))
+            .get(&(peer, ptr, t))
             .and_then(|(_, d)| d.upgrade())
         {
-            Some(d) => d,
-            None => {
-                let m = chain.apply(
-                    &v,
-                    &subject,
-                    received.attributes(),
-                    &ApplyContext { own_as: imp.own_as },
-                );
-                let key = changed_key(&m, received, imp, prefix.family());
-                let d = if key[..] == *received.key() {
-                    received.clone()
-                } else {
-                    Arc::new(RouteAttrs::derived(key, received))
-                };
-                cache.by_trace.insert(
-                    (peer, ptr, v.trace),
-                    (Arc::downgrade(received), Arc::downgrade(&d)),
-                );
-                d
-            }
-        };
-        let o = Outcome::Changed(Arc::downgrade(&made));
-        ((made, false), o)
-    };
-    if by_set {
-        cache
-            .by_set
-            .insert((peer, ptr), (Arc::downgrade(received), outcome));
+            let out = (d, false);
+            cache.remember(peer, received, trace, &out);
+            return out;
+        }
     }
+    let (key, edited) = match raw_key(chain, &v, received) {
+        Some(k) => (k, true),
+        None => {
+            let m = chain.apply(
+                &v,
+                &subject,
+                received.attributes(),
+                &ApplyContext { own_as: imp.own_as },
+            );
+            (changed_key(&m, received, imp, prefix.family()), false)
+        }
+    };
+    let made = if key[..] == *received.key() {
+        received.clone()
+    } else if edited {
+        Arc::new(RouteAttrs::edited(key, received))
+    } else {
+        Arc::new(RouteAttrs::derived(key, received))
+    };
+    let entry = (Arc::downgrade(received), Arc::downgrade(&made));
+    match trace {
+        Some(t) => {
+            cache.by_trace.insert((peer, ptr, t), entry);
+        }
+        None => {
+            cache
+                .by_set
+                .insert((peer, ptr), (entry.0, Outcome::Changed(entry.1)));
+        }
+    }
+    let out = (made, false);
+    cache.remember(peer, received, trace, &out);
     out
 }
 
@@ -173,6 +247,24 @@ pub fn next_hop_bytes(a: IpAddr, family: Family) -> Option<Vec<u8>> {
         (Family::Ipv6Unicast, IpAddr::V6(v6)) => Some(v6.octets().to_vec()),
         (Family::Ipv6Unicast, IpAddr::V4(v4)) => Some(v4.to_ipv6_mapped().octets().to_vec()),
     }
+}
+
+/// The key of a changed set made on the attribute bytes ([`Chain::apply_raw`]: the common
+/// actions, without decoding), when the actions allow it and the set's NEXT_HOP attribute
+/// is its next hop (else [`changed_key`] writes the one into the other).
+fn raw_key(chain: &Chain, v: &Verdict, received: &RouteAttrs) -> Option<Box<[u8]>> {
+    let nh = received.next_hop();
+    let raw = received.raw();
+    let agrees = RawAttrIter::new(raw)
+        .find(|a| a.type_code == attr::NEXT_HOP)
+        .is_none_or(|a| nh.len() != 4 || a.value == nh);
+    if !agrees {
+        return None;
+    }
+    let mut key = Vec::with_capacity(raw.len() + nh.len() + 32);
+    push_next_hop(&mut key, nh);
+    chain.apply_raw(v, raw, &mut key)?;
+    Some(key.into_boxed_slice())
 }
 
 /// The interning key of a changed set: its next hop (as the policy set it, where it can be

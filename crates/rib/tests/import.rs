@@ -144,3 +144,85 @@ fn import_policy_changes_rejects_and_is_applied_again() {
     assert_eq!(s.drain_changes().len(), 9);
     assert_eq!(s.best(&p(0)).unwrap().attrs.local_pref, Some(200));
 }
+
+/// The sets the common actions make on the attribute bytes (`Chain::apply_raw`, read by
+/// `RouteAttrs::edited`) are the ones decoding, changing and encoding makes: the same key,
+/// so they intern alike, and the same decision inputs.
+#[test]
+fn sets_edited_in_place_equal_decoded_ones() {
+    let opts: PolicyOptions = toml::from_str(
+        r#"
+[community.tag]
+members = ["64500:100", "large:64500:1:1"]
+[[policy-statement.edit.term]]
+then = { local-preference = 120, metric = { add = 5 }, origin = "egp", community-add = "tag", action = "accept" }
+"#,
+    )
+    .unwrap();
+    let c = ribshard_policy::compile(&opts, &|_: &std::path::Path| Ok(String::new()));
+    let chain = c
+        .policies
+        .chain(&["edit".to_string()], false, 65000)
+        .unwrap();
+    let info = peer(0);
+    let source = source_of(&info);
+    for received in [
+        attrs(&[65001, 7, 8], &[65001 << 16 | 200]),
+        attrs(&[65001], &[]),
+        attrs(&[], &[1, 2, 3]),
+    ] {
+        let s = ribshard_policy::Subject {
+            prefix: p(0),
+            attrs: received.raw(),
+            next_hop: received.next_hop(),
+            source: &source,
+            receiver_as: None,
+        };
+        let v = chain.evaluate(&s);
+        let mut key = vec![received.next_hop().len() as u8];
+        key.extend_from_slice(received.next_hop());
+        chain
+            .apply_raw(&v, received.raw(), &mut key)
+            .expect("actions made on the bytes");
+        let edited = RouteAttrs::edited(key.into_boxed_slice(), &received);
+        let m = chain.apply(
+            &v,
+            &s,
+            received.attributes(),
+            &ribshard_policy::ApplyContext { own_as: 65000 },
+        );
+        let decoded =
+            RouteAttrs::from_attributes(&m.attrs, received.next_hop(), &LoopChecks::default());
+        assert_eq!(edited.key(), decoded.key());
+        assert_eq!(
+            (
+                edited.local_pref,
+                edited.med,
+                edited.origin,
+                edited.as_path_len
+            ),
+            (
+                decoded.local_pref,
+                decoded.med,
+                decoded.origin,
+                decoded.as_path_len
+            )
+        );
+        assert_eq!(
+            (
+                edited.neighbor_as,
+                edited.cluster_list_len,
+                edited.loop_free
+            ),
+            (
+                decoded.neighbor_as,
+                decoded.cluster_list_len,
+                decoded.loop_free
+            )
+        );
+        assert_eq!(
+            (edited.local_pref, edited.med, edited.origin),
+            (Some(120), 5, 1)
+        );
+    }
+}

@@ -139,9 +139,94 @@ pub fn peers_up(p: &Pipeline, tables: &[Table]) {
 
 /// Every path of the tables in one shard, on this thread, every prefix decided.
 pub fn into_shard(tables: &[Table]) -> Shard {
+    into_shard_with_import(tables, None)
+}
+
+/// A transit import policy whose accepting term changes every route (local preference and
+/// a community), as `ribshard-bench --policy` configures: the shard makes a set of its own
+/// for each received one.
+pub const TRANSIT_IN: &str = r#"
+[prefix-list.bogons]
+prefixes = ["0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+            "172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.168.0.0/16", "198.18.0.0/15",
+            "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/3"]
+[community.from-transit]
+members = ["64500:100"]
+[as-path]
+bogon-asns = ".* [0 23456 64496-131071 4200000000-4294967295] .*"
+[[policy-statement.transit-in.term]]
+name = "bogons"
+from = { prefix-list-filter = { list = "bogons", match = "orlonger" } }
+then = { action = "reject" }
+[[policy-statement.transit-in.term]]
+name = "lengths"
+from = { route-filter = ["0.0.0.0/0 prefix-length-range /25-/32", "0.0.0.0/0 upto /7"] }
+then = { action = "reject" }
+[[policy-statement.transit-in.term]]
+name = "paths"
+from = { as-path = "bogon-asns" }
+then = { action = "reject" }
+[[policy-statement.transit-in.term]]
+name = "accept"
+then = { local-preference = 100, community-add = "from-transit", action = "accept" }
+"#;
+
+/// [`TRANSIT_IN`] compiled, as an external peer's import chain.
+pub fn transit_in() -> Arc<ribshard_policy::Chain> {
+    let opts: ribshard_policy::PolicyOptions = toml::from_str(TRANSIT_IN).expect("policy");
+    let compiled = ribshard_policy::compile(&opts, &|_: &std::path::Path| Ok(String::new()));
+    assert!(compiled.errors.is_empty(), "{:?}", compiled.errors);
+    Arc::new(
+        compiled
+            .policies
+            .chain(&["transit-in".to_string()], false, 4_200_000_001)
+            .expect("chain"),
+    )
+}
+
+/// The tables with each peer's routes in the order its UPDATEs bring them: the prefixes of
+/// one attribute set together (in the order each set first appears), as a speaker packs them.
+pub fn in_update_order(tables: &[Table]) -> Vec<Table> {
+    tables
+        .iter()
+        .map(|t| {
+            let mut first: std::collections::HashMap<usize, usize> = Default::default();
+            for (i, (_, a)) in t.routes.iter().enumerate() {
+                first.entry(Arc::as_ptr(a) as usize).or_insert(i);
+            }
+            let mut routes = t.routes.clone();
+            routes.sort_by_key(|(_, a)| first.get(&(Arc::as_ptr(a) as usize)).copied());
+            Table {
+                peer: t.peer,
+                routes,
+            }
+        })
+        .collect()
+}
+
+/// [`into_shard`] with `import` as every peer's import chain.
+pub fn into_shard_with_import(
+    tables: &[Table],
+    import: Option<Arc<ribshard_policy::Chain>>,
+) -> Shard {
     let mut s = Shard::new(Options::default());
     for (i, t) in tables.iter().enumerate() {
         s.set_peer(i as u32, info(t));
+        if let Some(chain) = &import {
+            s.set_import(
+                i as u32,
+                Arc::new(ribshard_rib::Import {
+                    chain: chain.clone(),
+                    source: ribshard_policy::Source {
+                        address: t.peer.address,
+                        peer_as: t.peer.asn,
+                        internal: false,
+                    },
+                    own_as: 4_200_000_001,
+                    local_address: None,
+                }),
+            );
+        }
         for (n, a) in &t.routes {
             s.announce_one(i as u32, a, *n);
         }

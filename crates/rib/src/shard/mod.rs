@@ -321,7 +321,8 @@ pub enum WalkOp {
 pub struct Walk {
     pub peer: PeerIndex,
     pub op: WalkOp,
-    prefixes: Vec<Prefix>,
+    /// Each prefix with where it was: found again without a lookup while it stays there.
+    prefixes: Vec<(Handle, Prefix)>,
     at: usize,
 }
 
@@ -561,9 +562,9 @@ impl Shard {
             op,
             prefixes: self
                 .dests
-                .iter()
-                .filter(|(_, d)| d.paths.iter().any(|p| !p.gone() && p.peer == peer))
-                .map(|(p, _)| p)
+                .iter_from(Handle::FIRST)
+                .filter(|(_, _, d)| d.paths.iter().any(|p| !p.gone() && p.peer == peer))
+                .map(|(h, p, _)| (h, p))
                 .collect(),
             at: 0,
         }
@@ -576,6 +577,8 @@ impl Shard {
 
     /// Same as [`Shard::walk_step`].
     pub fn peer_down_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
+        // The import cache's last result holds a set of the peer's: let it go with the rest.
+        self.import_cache.forget_last();
         self.walk_step(walk, budget)
     }
 
@@ -583,8 +586,17 @@ impl Shard {
     pub fn walk_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
         let end = (walk.at + budget).min(walk.prefixes.len());
         let peer = walk.peer;
-        for prefix in walk.prefixes.get(walk.at..end).unwrap_or(&[]) {
-            let Some((at, d)) = self.dests.get_mut(prefix) else {
+        let imp = match walk.op {
+            WalkOp::Reimport => self.imports.get(peer as usize).cloned().flatten(),
+            _ => None,
+        };
+        for (was, prefix) in walk.prefixes.get(walk.at..end).unwrap_or(&[]) {
+            // Where it was, unless it left (and the place went to another prefix).
+            let at = match self.dests.at_mut(*was) {
+                Some((k, _)) if k == *prefix => Some(*was),
+                _ => self.dests.find(prefix),
+            };
+            let Some((at, (_, d))) = at.and_then(|h| Some((h, self.dests.at_mut(h)?))) else {
                 continue;
             };
             let in_family = f_of(prefix);
@@ -592,7 +604,6 @@ impl Shard {
             let tally = &mut self.tally;
             let n = match walk.op {
                 WalkOp::Reimport => {
-                    let imp = self.imports.get(peer as usize).cloned().flatten();
                     let mut n = 0;
                     for i in 0..d.paths.len() {
                         let Some(p) = d.paths.get(i).filter(|p| !p.gone() && p.peer == peer) else {
