@@ -11,6 +11,7 @@ use crate::community::{Community, CommunitySet};
 use crate::eval::{Chain, Item, Modify, NumOp, Verdict};
 use ribshard_wire::attr;
 use ribshard_wire::update::RawAttrIter;
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 /// What [`Chain::apply_raw`] changed that the caller keeps where the protocol would drop it.
@@ -20,13 +21,17 @@ pub struct RawApplied {
     pub med_set: bool,
 }
 
+/// Values of one attribute: inline up to four (a route's few communities, or one number),
+/// so that an edit allocates nothing but the new set.
+type Values<T> = SmallVec<[T; 4]>;
+
 /// One attribute the actions may change, as the decoded model would hold it.
 struct Slot<T> {
     code: u8,
     /// The attribute's flags while the model holds it (`None`: absent).
     flags: Option<u8>,
     changed: bool,
-    value: Vec<T>,
+    value: Values<T>,
 }
 
 impl<T: PartialEq + Copy> Slot<T> {
@@ -35,15 +40,15 @@ impl<T: PartialEq + Copy> Slot<T> {
             code,
             flags: None,
             changed: false,
-            value: Vec::new(),
+            value: Values::new(),
         }
     }
 
-    /// `PathAttributes::set`: the flags stay when present, else the type's own (with
-    /// Extended Length if the value needs it then).
-    fn set(&mut self, value: Vec<T>, octets_each: usize) {
+    /// `PathAttributes::set` of the value as it now is: the flags stay when present, else
+    /// the type's own (with Extended Length if the value needs it then).
+    fn set(&mut self, octets_each: usize) {
         if self.flags.is_none() {
-            let long = value.len() * octets_each > 255;
+            let long = self.value.len() * octets_each > 255;
             self.flags = Some(
                 attr::expected_flags(self.code).unwrap_or(0)
                     | if long {
@@ -53,7 +58,6 @@ impl<T: PartialEq + Copy> Slot<T> {
                     },
             );
         }
-        self.value = value;
         self.changed = true;
     }
 
@@ -65,7 +69,7 @@ impl<T: PartialEq + Copy> Slot<T> {
 }
 
 /// Reads fixed-size items of an attribute value; `None` when the length does not divide.
-fn items<T, const N: usize>(v: &[u8], f: fn([u8; N]) -> T) -> Option<Vec<T>> {
+fn items<T, const N: usize>(v: &[u8], f: fn([u8; N]) -> T) -> Option<Values<T>> {
     if v.len() % N != 0 {
         return None;
     }
@@ -148,32 +152,30 @@ impl Edit {
 
     fn number(slot: &mut Slot<u32>, op: NumOp, default: u32) {
         let v = op.on(slot.value.first().copied().unwrap_or(default));
-        slot.set(vec![v], 4);
+        slot.value.clear();
+        slot.value.push(v);
+        slot.set(4);
     }
 
     fn add(&mut self, sets: &[Arc<CommunitySet>]) {
-        let (mut s, mut x, mut l) = (
-            self.standard.value.clone(),
-            self.extended.value.clone(),
-            self.large.value.clone(),
-        );
-        let (s0, x0, l0) = (s.len(), x.len(), l.len());
+        let (s, x, l) = (&mut self.standard, &mut self.extended, &mut self.large);
+        let (s0, x0, l0) = (s.value.len(), x.value.len(), l.value.len());
         for c in sets.iter().flat_map(|s| s.values()) {
             match c {
-                Community::Standard(v) if !s.contains(&v) => s.push(v),
-                Community::Extended(v) if !x.contains(&v) => x.push(v),
-                Community::Large(v) if !l.contains(&v) => l.push(v),
+                Community::Standard(v) if !s.value.contains(&v) => s.value.push(v),
+                Community::Extended(v) if !x.value.contains(&v) => x.value.push(v),
+                Community::Large(v) if !l.value.contains(&v) => l.value.push(v),
                 _ => {}
             }
         }
-        if s.len() != s0 {
-            self.standard.set(s, 4);
+        if s.value.len() != s0 {
+            s.set(4);
         }
-        if x.len() != x0 {
-            self.extended.set(x, 8);
+        if x.value.len() != x0 {
+            x.set(8);
         }
-        if l.len() != l0 {
-            self.large.set(l, 12);
+        if l.value.len() != l0 {
+            l.set(12);
         }
     }
 
@@ -183,11 +185,11 @@ impl Edit {
             if slot.flags.is_none() {
                 return;
             }
-            let kept: Vec<T> = slot.value.iter().copied().filter(|v| !gone(*v)).collect();
-            if kept.is_empty() {
+            slot.value.retain(|v| !gone(*v));
+            if slot.value.is_empty() {
                 slot.remove();
             } else {
-                slot.set(kept, octets);
+                slot.set(octets);
             }
         }
         keep(&mut self.standard, 4, |v| hit(Community::Standard(v)));
@@ -206,7 +208,11 @@ impl Edit {
                 Self::number(&mut self.med, *op, 0);
                 out.med_set = true;
             }
-            Modify::Origin(o) => self.origin.set(vec![*o as u8], 1),
+            Modify::Origin(o) => {
+                self.origin.value.clear();
+                self.origin.value.push(*o as u8);
+                self.origin.set(1);
+            }
             Modify::CommunityAdd(sets) => self.add(sets),
             Modify::CommunityDelete(sets) => self.delete(sets),
             Modify::CommunitySet(sets) => {
@@ -224,40 +230,45 @@ impl Edit {
     }
 
     /// Writes one slot's attribute, its length in the form `Attribute::encode` uses.
-    fn write<T: Copy>(slot: &Slot<T>, bytes: impl Fn(T, &mut Vec<u8>), out: &mut Vec<u8>) {
+    fn write<T: Copy>(
+        slot: &Slot<T>,
+        octets_each: usize,
+        bytes: impl Fn(T, &mut Vec<u8>),
+        out: &mut Vec<u8>,
+    ) {
         let Some(mut flags) = slot.flags else {
             return;
         };
-        let mut value = Vec::with_capacity(slot.value.len() * 4);
-        for v in &slot.value {
-            bytes(*v, &mut value);
-        }
-        if value.len() > 255 {
+        let len = slot.value.len() * octets_each;
+        if len > 255 {
             flags |= attr::flags::EXTENDED_LENGTH;
         }
         out.push(flags);
         out.push(slot.code);
         if flags & attr::flags::EXTENDED_LENGTH != 0 {
-            out.extend_from_slice(&(value.len().min(65535) as u16).to_be_bytes());
+            out.extend_from_slice(&(len.min(65535) as u16).to_be_bytes());
         } else {
-            out.push(value.len() as u8);
+            out.push(len as u8);
         }
-        out.extend_from_slice(&value);
+        for v in &slot.value {
+            bytes(*v, out);
+        }
     }
 
     /// Writes the slot of `code` if it changed; `None` for a code that is not a slot.
     fn write_code(&self, code: u8, out: &mut Vec<u8>) -> Option<()> {
         let u32s = |v: u32, o: &mut Vec<u8>| o.extend_from_slice(&v.to_be_bytes());
         match code {
-            attr::LOCAL_PREF => Self::write(&self.local_pref, u32s, out),
-            attr::MULTI_EXIT_DISC => Self::write(&self.med, u32s, out),
-            attr::ORIGIN => Self::write(&self.origin, |v, o| o.push(v), out),
-            attr::COMMUNITIES => Self::write(&self.standard, u32s, out),
+            attr::LOCAL_PREF => Self::write(&self.local_pref, 4, u32s, out),
+            attr::MULTI_EXIT_DISC => Self::write(&self.med, 4, u32s, out),
+            attr::ORIGIN => Self::write(&self.origin, 1, |v, o| o.push(v), out),
+            attr::COMMUNITIES => Self::write(&self.standard, 4, u32s, out),
             attr::EXTENDED_COMMUNITIES => {
-                Self::write(&self.extended, |v, o| o.extend_from_slice(&v), out)
+                Self::write(&self.extended, 8, |v, o| o.extend_from_slice(&v), out)
             }
             attr::LARGE_COMMUNITY => Self::write(
                 &self.large,
+                12,
                 |v, o| v.iter().for_each(|x| o.extend_from_slice(&x.to_be_bytes())),
                 out,
             ),

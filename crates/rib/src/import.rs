@@ -55,22 +55,28 @@ enum Outcome {
 type Derived = Weak<RouteAttrs>;
 
 /// Sets are held weakly: a cache entry never keeps a set alive, and while the entry
-/// exists the set's address cannot be reused, so it is a sound key.
+/// exists the set's address cannot be reused (or the entry is dead), so it is a sound key.
 #[derive(Default)]
 pub(crate) struct ImportCache {
     by_set: HashMap<(PeerIndex, usize), (Weak<RouteAttrs>, Outcome)>,
-    by_trace: HashMap<(PeerIndex, usize, Trace), (Weak<RouteAttrs>, Derived)>,
+    /// The set made keeps the received one alive (it is that set, or links to it): while it
+    /// lives, the received set's address is a sound key.
+    by_trace: HashMap<(PeerIndex, usize, Trace), Derived>,
     sweep_at: usize,
+    /// Where changed keys are built.
+    scratch: Vec<u8>,
     /// The last result: an UPDATE's prefixes arrive one after another with one set, and
     /// this answers them without hashing or touching the cache's weak references. Holds the
-    /// received set (so its address is not reused while here) and the one made, until the
-    /// next result, a policy change or a peer going down.
+    /// set made (and so the received one) until the next result, a policy change or a peer
+    /// going down.
     last: Option<Last>,
 }
 
+/// The set made keeps the received one alive (it is that set, or links to it), so the
+/// received set's address is a sound key while this holds it.
 struct Last {
     peer: PeerIndex,
-    received: Arc<RouteAttrs>,
+    received: usize,
     trace: Option<Trace>,
     made: Arc<RouteAttrs>,
     rejected: bool,
@@ -85,8 +91,7 @@ impl ImportCache {
         self.by_set.retain(|_, (w, o)| {
             w.strong_count() > 0 && !matches!(o, Outcome::Changed(d) if d.strong_count() == 0)
         });
-        self.by_trace
-            .retain(|_, (w, d)| w.strong_count() > 0 && d.strong_count() > 0);
+        self.by_trace.retain(|_, d| d.strong_count() > 0);
         self.sweep_at = 2 * (self.by_set.len() + self.by_trace.len());
     }
 
@@ -100,7 +105,9 @@ impl ImportCache {
     ) -> Option<(Arc<RouteAttrs>, bool)> {
         self.last
             .as_ref()
-            .filter(|l| l.peer == peer && l.trace == trace && Arc::ptr_eq(&l.received, received))
+            .filter(|l| {
+                l.peer == peer && l.trace == trace && l.received == Arc::as_ptr(received) as usize
+            })
             .map(|l| (l.made.clone(), l.rejected))
     }
 
@@ -113,7 +120,7 @@ impl ImportCache {
     ) {
         self.last = Some(Last {
             peer,
-            received: received.clone(),
+            received: Arc::as_ptr(received) as usize,
             trace,
             made: out.0.clone(),
             rejected: out.1,
@@ -193,17 +200,13 @@ pub(crate) fn apply(
         if let Some(out) = cache.last_of(peer, received, trace) {
             return out;
         }
-        if let Some(d) = cache
-            .by_trace
-            .get(&(peer, ptr, t))
-            .and_then(|(_, d)| d.upgrade())
-        {
+        if let Some(d) = cache.by_trace.get(&(peer, ptr, t)).and_then(Weak::upgrade) {
             let out = (d, false);
             cache.remember(peer, received, trace, &out);
             return out;
         }
     }
-    let (key, edited) = match raw_key(chain, &v, received) {
+    let (key, edited) = match raw_key(chain, &v, received, &mut cache.scratch) {
         Some(k) => (k, true),
         None => {
             let m = chain.apply(
@@ -222,15 +225,15 @@ pub(crate) fn apply(
     } else {
         Arc::new(RouteAttrs::derived(key, received))
     };
-    let entry = (Arc::downgrade(received), Arc::downgrade(&made));
     match trace {
         Some(t) => {
-            cache.by_trace.insert((peer, ptr, t), entry);
+            cache.by_trace.insert((peer, ptr, t), Arc::downgrade(&made));
         }
         None => {
+            let o = Outcome::Changed(Arc::downgrade(&made));
             cache
                 .by_set
-                .insert((peer, ptr), (entry.0, Outcome::Changed(entry.1)));
+                .insert((peer, ptr), (Arc::downgrade(received), o));
         }
     }
     let out = (made, false);
@@ -252,7 +255,12 @@ pub fn next_hop_bytes(a: IpAddr, family: Family) -> Option<Vec<u8>> {
 /// The key of a changed set made on the attribute bytes ([`Chain::apply_raw`]: the common
 /// actions, without decoding), when the actions allow it and the set's NEXT_HOP attribute
 /// is its next hop (else [`changed_key`] writes the one into the other).
-fn raw_key(chain: &Chain, v: &Verdict, received: &RouteAttrs) -> Option<Box<[u8]>> {
+fn raw_key(
+    chain: &Chain,
+    v: &Verdict,
+    received: &RouteAttrs,
+    scratch: &mut Vec<u8>,
+) -> Option<Box<[u8]>> {
     let nh = received.next_hop();
     let raw = received.raw();
     let agrees = RawAttrIter::new(raw)
@@ -261,10 +269,11 @@ fn raw_key(chain: &Chain, v: &Verdict, received: &RouteAttrs) -> Option<Box<[u8]
     if !agrees {
         return None;
     }
-    let mut key = Vec::with_capacity(raw.len() + nh.len() + 32);
-    push_next_hop(&mut key, nh);
-    chain.apply_raw(v, raw, &mut key)?;
-    Some(key.into_boxed_slice())
+    // Built in the cache's buffer, then copied once at its size.
+    scratch.clear();
+    push_next_hop(scratch, nh);
+    chain.apply_raw(v, raw, scratch)?;
+    Some(Box::from(&scratch[..]))
 }
 
 /// The interning key of a changed set: its next hop (as the policy set it, where it can be
