@@ -3,10 +3,10 @@
 //! changed (then what the old spec exported and the new one does not is withdrawn, and a
 //! member that was in step is sent only what differs).
 
-use super::{GroupState, ShardWorker, ToUpdate, WALK_BUDGET};
+use super::{Advertised, GroupState, ShardWorker, ToUpdate, WALK_BUDGET};
 use crate::pipeline::Membership;
 use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
-use ribshard_rib::{DumpKey, DumpOrder, ExportCache, Exported, GroupSpec};
+use ribshard_rib::{DumpKey, DumpOrder, ExportCache, Exported, GroupSpec, Position};
 use ribshard_wire::{Family, Prefix};
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -28,6 +28,10 @@ pub(super) struct DumpWalk {
     changed: HashSet<Prefix>,
     /// A member moved in from another spec: what that spec exported is compared with.
     previous: Option<Before>,
+    /// What the group advertises of the prefixes walked so far: a group new to the shard
+    /// takes it as its count when the walk ends with nothing changed meanwhile, instead of
+    /// a counting walk looking up every prefix's export again.
+    tally: Advertised,
 }
 
 /// The specs a moved member was exported to under, each with an export cache of its own.
@@ -199,6 +203,7 @@ impl ShardWorker {
             at: (0, 0),
             started: false,
             changed: HashSet::new(),
+            tally: Advertised::default(),
             previous: previous.map(|p| Before {
                 specs: p
                     .specs
@@ -254,6 +259,7 @@ impl ShardWorker {
                 let mut exported: Option<(Family, Both)> = None;
                 let rest = d.order.prefixes_of(d.at.0, d.at.1);
                 let take = rest.len().min(budget);
+                let mut tally = [0u64; 2];
                 for p in rest.iter().take(take) {
                     let (now, before, source) = if d.changed.contains(p) {
                         // Changed since the walk began: as it is now, and whatever the member
@@ -285,6 +291,11 @@ impl ShardWorker {
                         (now, before, set.key.1)
                     };
                     let changed_here = d.changed.contains(p);
+                    if now.is_some() && !changed_here {
+                        if let Some(n) = tally.get_mut(p.family().index()) {
+                            *n += 1;
+                        }
+                    }
                     let e = if changed_here && d.previous.is_some() {
                         // Sent as it is now, or withdrawn: the member may hold anything.
                         Some(match now {
@@ -302,6 +313,9 @@ impl ShardWorker {
                         entries.push(e);
                         keys.push(set.key);
                     }
+                }
+                for (f, n) in tally.into_iter().enumerate() {
+                    d.tally.add_many(set.key.1, f, n);
                 }
                 budget = budget.saturating_sub(take.max(1));
                 if d.at.1 + take >= set.len as usize {
@@ -328,6 +342,14 @@ impl ShardWorker {
         if d.at.0 >= d.order.sets.len() || !self.groups.contains_key(&group) {
             if let (Some(g), true) = (self.groups.get_mut(&group), d.previous.is_some()) {
                 g.moving_in = g.moving_in.saturating_sub(d.members.len());
+            }
+            // Nothing changed since the walk took the table, so what it found exported is
+            // what the group advertises now; the group counts every change from here on.
+            if let Some(g) = self.groups.get_mut(&group) {
+                let whole = d.at.0 >= d.order.sets.len() && d.changed.is_empty();
+                if whole && g.advertised.walk == Some(Position::START) {
+                    g.advertised = std::mem::take(&mut d.tally);
+                }
             }
             for &(member, token) in &d.members {
                 self.send_update(

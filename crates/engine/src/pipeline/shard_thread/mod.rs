@@ -73,6 +73,18 @@ impl Advertised {
     fn covers(&self, at: Position) -> bool {
         self.walk.is_none_or(|w| at < w)
     }
+    /// `n` more prefixes from `source` advertised.
+    fn add_many(&mut self, source: PeerIndex, family: usize, n: u64) {
+        if n == 0 {
+            return;
+        }
+        if let Some(c) = self.prefixes.get_mut(family) {
+            *c += n;
+        }
+        if let Some(c) = self.by_source.entry(source).or_default().get_mut(family) {
+            *c += n;
+        }
+    }
     fn add(&mut self, source: PeerIndex, family: usize, on: bool) {
         let step = |n: &mut u64| *n = if on { *n + 1 } else { n.saturating_sub(1) };
         if let Some(n) = self.prefixes.get_mut(family) {
