@@ -394,6 +394,9 @@ pub struct AsPathRegex {
     bounds: Vec<u32>,
     dfa: dense::DFA<Vec<u32>>,
     start: regex_automata::util::primitives::StateID,
+    /// A state from which every continuation matches (the state after `X` in `... X .*`):
+    /// reaching it decides the match without reading the rest of the path.
+    accepts_rest: Option<regex_automata::util::primitives::StateID>,
 }
 
 impl fmt::Debug for AsPathRegex {
@@ -472,12 +475,14 @@ impl AsPathRegex {
                 position: 1,
                 reason: e.to_string(),
             })?;
+        let accepts_rest = accepting_sink(&dfa, start, bounds.len());
         Ok(AsPathRegex {
             source: source.to_string(),
             shape: shape(&ast),
             bounds,
             dfa,
             start,
+            accepts_rest,
         })
     }
 
@@ -516,6 +521,9 @@ impl AsPathRegex {
                             }
                         } else {
                             one = self.dfa.next_state(one, class);
+                            if Some(one) == self.accepts_rest {
+                                return true;
+                            }
                         }
                     }
                 }
@@ -573,6 +581,36 @@ impl AsPathRegex {
     }
 }
 
+/// The state, if any, reachable from `start` that every class leads back to and that
+/// matches at the end of input: once there, the path matches whatever follows. Found by a
+/// search over at most 4,096 states (larger automata just do without the shortcut).
+fn accepting_sink(
+    dfa: &dense::DFA<Vec<u32>>,
+    start: regex_automata::util::primitives::StateID,
+    classes: usize,
+) -> Option<regex_automata::util::primitives::StateID> {
+    let mut seen = vec![start];
+    let mut at = 0;
+    while let Some(&st) = seen.get(at) {
+        at += 1;
+        let mut sink = dfa.is_match_state(dfa.next_eoi_state(st));
+        for c in 0..classes {
+            let next = dfa.next_state(st, c as u8);
+            sink &= next == st;
+            if !dfa.is_dead_state(next) && !seen.contains(&next) {
+                if seen.len() >= 4096 {
+                    return None;
+                }
+                seen.push(next);
+            }
+        }
+        if sink {
+            return Some(st);
+        }
+    }
+    None
+}
+
 /// Calls `f` with each element of the path in order (an AS of a sequence, or an AS_SET;
 /// confederation segments left out) until it returns true.
 #[inline]
@@ -599,6 +637,49 @@ fn any_element<'a>(as_path: &'a [u8], mut f: impl FnMut(Element<'a>) -> bool) ->
     false
 }
 
+/// The segments of a path as (type, members' octets), confederation ones included.
+fn segments(as_path: &[u8]) -> impl Iterator<Item = (u8, &[u8])> {
+    let mut at = 0usize;
+    std::iter::from_fn(move || {
+        let (&kind, &n) = (as_path.get(at)?, as_path.get(at + 1)?);
+        let end = at + 2 + 4 * usize::from(n);
+        let body = as_path.get(at + 2..end).unwrap_or(&[]);
+        at = end;
+        Some((kind, body))
+    })
+}
+
+/// The last element of the path, read from the segment headers (what [`any_element`]
+/// would give last).
+fn last_element(as_path: &[u8]) -> Option<Element<'_>> {
+    let mut last = None;
+    for (kind, body) in segments(as_path) {
+        match kind {
+            segment::AS_SEQUENCE => {
+                if let Some(c) = body.chunks_exact(4).next_back() {
+                    last = Some(Element::As(u32::from_be_bytes(
+                        c.try_into().unwrap_or([0; 4]),
+                    )));
+                }
+            }
+            segment::AS_SET => last = Some(Element::Set(body)),
+            _ => {}
+        }
+    }
+    last
+}
+
+/// How many elements [`any_element`] visits: each AS of a sequence, one per AS_SET.
+fn elements(as_path: &[u8]) -> u32 {
+    segments(as_path)
+        .map(|(kind, body)| match kind {
+            segment::AS_SEQUENCE => (body.len() / 4) as u32,
+            segment::AS_SET => 1,
+            _ => 0,
+        })
+        .sum()
+}
+
 fn matches_shape(s: &Shape, as_path: &[u8]) -> bool {
     match s {
         Shape::Contains(e) => any_element(as_path, |x| e.test(x)),
@@ -610,20 +691,9 @@ fn matches_shape(s: &Shape, as_path: &[u8]) -> bool {
             });
             first.is_some_and(|x| e.test(x))
         }
-        Shape::Ends(e) => {
-            let mut last = None;
-            any_element(as_path, |x| {
-                last = Some(x);
-                false
-            });
-            last.is_some_and(|x| e.test(x))
-        }
+        Shape::Ends(e) => last_element(as_path).is_some_and(|x| e.test(x)),
         Shape::Length(min, max) => {
-            let mut n = 0u32;
-            any_element(as_path, |_| {
-                n += 1;
-                false
-            });
+            let n = elements(as_path);
             n >= *min && max.is_none_or(|m| n <= m)
         }
     }
@@ -739,6 +809,59 @@ mod tests {
         assert!(re("(65001 1 5 | 65001 2 6)").matches(&path));
         assert!(re("(65001 1 6 | 65001 2 5)").matches(&path));
         assert!(!re("(65001 1 5 | 65001 2 5)").matches(&path));
+    }
+
+    #[test]
+    fn stopping_where_the_rest_cannot_matter_changes_no_answer() {
+        let tier1 = re("^(2497 | 4777) .* (3356 | 1299) .*");
+        assert!(tier1.accepts_rest.is_some(), "found for a `.*` tail");
+        assert!(
+            re(".* 13335").accepts_rest.is_none(),
+            "none when the end matters"
+        );
+        let seq = |asns: &[u32]| {
+            let mut b = vec![segment::AS_SEQUENCE, asns.len() as u8];
+            asns.iter()
+                .for_each(|a| b.extend_from_slice(&a.to_be_bytes()));
+            b
+        };
+        let set = |asns: &[u32]| {
+            let mut b = seq(asns);
+            b[0] = segment::AS_SET;
+            b
+        };
+        let confed = |asns: &[u32]| {
+            let mut b = seq(asns);
+            b[0] = segment::AS_CONFED_SEQUENCE;
+            b
+        };
+        let paths: Vec<Vec<u8>> = vec![
+            seq(&[2497, 3356]),
+            seq(&[2497, 1, 3356, 2, 3]),
+            seq(&[2497, 1, 2]),
+            seq(&[4777, 1299]),
+            seq(&[1, 3356]),
+            [seq(&[2497]), set(&[3356, 7])].concat(),
+            [seq(&[2497, 3356]), set(&[7, 8]), seq(&[9])].concat(),
+            [confed(&[3356]), seq(&[2497, 3356])].concat(),
+            [seq(&[2497]), confed(&[3356])].concat(),
+        ];
+        for src in [
+            "^(2497 | 4777) .* (3356 | 1299) .*",
+            "2497 .*",
+            ".* 3356 .*",
+            "2497 3356 .+",
+        ] {
+            let r = re(src);
+            let whole = AsPathRegex {
+                accepts_rest: None,
+                ..r.clone()
+            };
+            for p in &paths {
+                assert_eq!(r.matches_dfa(p), whole.matches_dfa(p), "{src} on {p:?}");
+            }
+        }
+        assert!(tier1.matches_dfa(&paths[1]) && !tier1.matches_dfa(&paths[2]));
     }
 
     #[test]
