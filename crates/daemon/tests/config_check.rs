@@ -15,6 +15,9 @@ fn check(name: &str, text: &str) -> (String, bool) {
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
+    // The directory is shared by the tests running at once: the last one out removes it.
+    let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_dir(&dir);
     (text, out.status.success())
 }
 

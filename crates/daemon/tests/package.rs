@@ -38,12 +38,12 @@ fn package() -> Option<PathBuf> {
 }
 
 /// The package unpacked into a scratch root.
-fn unpack(deb: &Path, name: &str) -> PathBuf {
+fn unpack(deb: &Path, name: &str) -> TempDir {
     let root = tempdir(name);
     let ok = Command::new("dpkg-deb")
         .arg("-x")
         .arg(deb)
-        .arg(&root)
+        .arg(&*root)
         .status()
         .expect("dpkg-deb");
     assert!(ok.success());

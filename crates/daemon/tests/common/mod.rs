@@ -16,11 +16,45 @@ impl Drop for Proc {
     }
 }
 
-pub fn tempdir(name: &str) -> PathBuf {
+/// A test's scratch directory (configurations, logs, sockets of the daemons it starts):
+/// removed when the test passes, kept when it fails so that the logs can be read. Declare
+/// it before the daemons, so that they are stopped first.
+pub struct TempDir(PathBuf);
+
+impl std::ops::Deref for TempDir {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<Path> for TempDir {
+    fn as_ref(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl AsRef<std::ffi::OsStr> for TempDir {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.as_os_str()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            eprintln!("kept for reading: {}", self.0.display());
+        } else {
+            let _ = std::fs::remove_dir_all(&self.0);
+        }
+    }
+}
+
+pub fn tempdir(name: &str) -> TempDir {
     let d = std::env::temp_dir().join(format!("ribshard-{name}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);
     std::fs::create_dir_all(&d).unwrap();
-    d
+    TempDir(d)
 }
 
 /// The management API socket of the ribshard started in `dir`.
