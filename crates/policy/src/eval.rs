@@ -274,14 +274,52 @@ fn next_hop_is(nh: &[u8], a: &IpAddr) -> bool {
     }
 }
 
-impl Term {
+impl Cond {
+    /// Whether it reads only the path attributes (so routes of one set agree on it).
+    fn of_attributes(&self) -> bool {
+        !matches!(
+            self,
+            Cond::Family(_)
+                | Cond::Neighbor(_)
+                | Cond::PeerAs(_)
+                | Cond::RouteType { .. }
+                | Cond::NextHop(_)
+        )
+    }
+
+    /// A condition on the path attributes.
     #[inline]
-    fn matches<'a>(
+    fn holds_for(&self, a: &Scanned<'_>) -> bool {
+        match self {
+            Cond::Community(sets) => sets.iter().any(|x| x.matched_by(&a.communities)),
+            Cond::AsPath(res) => res.iter().any(|r| r.matches(a.as_path)),
+            Cond::AsPathLength(n, cmp) => {
+                let l = path_len(a.as_path);
+                match cmp {
+                    Cmp::Equal => l == *n,
+                    Cmp::OrHigher => l >= *n,
+                    Cmp::OrLower => l <= *n,
+                }
+            }
+            Cond::Origin(o) => a.origin.unwrap_or(2) == *o as u8,
+            Cond::LocalPref(v) => a.local_pref.unwrap_or(100) == *v,
+            Cond::Med(v) => a.med == Some(*v),
+            _ => false,
+        }
+    }
+}
+
+impl Term {
+    /// `slot`: where `memo` keeps this term's answer on the attributes, if it has room.
+    #[inline]
+    fn matches<'a, M: Memo>(
         &self,
         s: &Subject<'a>,
         key: &Key,
         scan: &mut Option<Scanned<'a>>,
         looked: &mut Looked,
+        memo: &mut M,
+        slot: usize,
     ) -> bool {
         let family = s.prefix.family();
         if let Some(p) = &self.prefix {
@@ -289,6 +327,7 @@ impl Term {
                 return false;
             }
         }
+        let mut of_attributes = false;
         for c in &self.conds {
             let ok = match c {
                 Cond::Family(f) => *f == family,
@@ -296,31 +335,114 @@ impl Term {
                 Cond::PeerAs(list) => list.contains(&s.source.peer_as),
                 Cond::RouteType { internal } => s.source.internal == *internal,
                 Cond::NextHop(list) => list.iter().any(|a| next_hop_is(s.next_hop, a)),
+                // Without a memo, in the configured order; with one, after the rest.
+                _ if !M::ON => c.holds_for(scan.get_or_insert_with(|| Scanned::of(s.attrs))),
                 _ => {
-                    let a = scan.get_or_insert_with(|| Scanned::of(s.attrs));
-                    match c {
-                        Cond::Community(sets) => sets.iter().any(|x| x.matched_by(&a.communities)),
-                        Cond::AsPath(res) => res.iter().any(|r| r.matches(a.as_path)),
-                        Cond::AsPathLength(n, cmp) => {
-                            let l = path_len(a.as_path);
-                            match cmp {
-                                Cmp::Equal => l == *n,
-                                Cmp::OrHigher => l >= *n,
-                                Cmp::OrLower => l <= *n,
-                            }
-                        }
-                        Cond::Origin(o) => a.origin.unwrap_or(2) == *o as u8,
-                        Cond::LocalPref(v) => a.local_pref.unwrap_or(100) == *v,
-                        Cond::Med(v) => a.med == Some(*v),
-                        _ => false,
-                    }
+                    of_attributes = true;
+                    true
                 }
             };
             if !ok {
                 return false;
             }
         }
-        true
+        if !of_attributes {
+            return true;
+        }
+        if let Some(known) = memo.get(slot) {
+            return known;
+        }
+        let a = scan.get_or_insert_with(|| Scanned::of(s.attrs));
+        let ok = self
+            .conds
+            .iter()
+            .filter(|c| c.of_attributes())
+            .all(|c| c.holds_for(a));
+        memo.set(slot, ok);
+        ok
+    }
+}
+
+/// Where a run keeps the terms' answers on the attributes: nowhere ([`NoMemo`], so a plain
+/// evaluation pays nothing for the possibility), or a [`SetMemo`].
+trait Memo {
+    const ON: bool;
+    fn get(&self, slot: usize) -> Option<bool>;
+    fn set(&mut self, slot: usize, ok: bool);
+}
+
+struct NoMemo;
+
+impl Memo for NoMemo {
+    const ON: bool = false;
+    fn get(&self, _: usize) -> Option<bool> {
+        None
+    }
+    fn set(&mut self, _: usize, _: bool) {}
+}
+
+impl Memo for &mut SetMemo {
+    const ON: bool = true;
+    fn get(&self, slot: usize) -> Option<bool> {
+        SetMemo::get(self, slot)
+    }
+    fn set(&mut self, slot: usize, ok: bool) {
+        SetMemo::set(self, slot, ok)
+    }
+}
+
+/// What the terms of one chain found in one attribute set: the routes of an UPDATE share
+/// their set, and the conditions on it (communities, AS path, origin, MED, local
+/// preference) are answered once for all of them; only the prefix and the cheap conditions
+/// on the neighbor are looked at per route. Up to 64 terms a chain; the rest are evaluated
+/// every time.
+///
+/// The memo knows the set by its bytes' address: the caller must [`SetMemo::clear`] it
+/// before those bytes could be freed (and the address reused by another set), e.g. by
+/// holding the set while the memo refers to it.
+#[derive(Debug, Default)]
+pub struct SetMemo {
+    /// The chain and the attribute bytes (address, length) the answers are for.
+    of: (usize, usize, usize),
+    known: u64,
+    held: u64,
+}
+
+impl SetMemo {
+    /// Forgets every answer.
+    pub fn clear(&mut self) {
+        *self = SetMemo::default();
+    }
+
+    fn fit(&mut self, chain: &Chain, attrs: &[u8]) {
+        let of = (
+            chain as *const Chain as usize,
+            attrs.as_ptr() as usize,
+            attrs.len(),
+        );
+        if self.of != of {
+            *self = SetMemo {
+                of,
+                known: 0,
+                held: 0,
+            };
+        }
+    }
+
+    fn get(&self, slot: usize) -> Option<bool> {
+        let bit = 1u64.checked_shl(slot as u32)?;
+        (self.known & bit != 0).then_some(self.held & bit != 0)
+    }
+
+    fn set(&mut self, slot: usize, ok: bool) {
+        if let Some(bit) = 1u64.checked_shl(slot as u32) {
+            self.known |= bit;
+            if ok {
+                self.held |= bit;
+            } else {
+                self.held &= !bit;
+            }
+        }
     }
 }
 
@@ -538,10 +660,21 @@ impl Chain {
 
     /// Runs the chain; `on_mods` gets each term whose actions apply, as `item << 16 | term`.
     fn run<'a>(&self, s: &Subject<'a>, on_mods: &mut impl FnMut(u32)) -> (bool, Decided) {
+        self.run_with(s, on_mods, NoMemo)
+    }
+
+    fn run_with<'a, M: Memo>(
+        &self,
+        s: &Subject<'a>,
+        on_mods: &mut impl FnMut(u32),
+        mut memo: M,
+    ) -> (bool, Decided) {
         let key = Key::of(&s.prefix);
         let mut scan: Option<Scanned<'a>> = None;
         let mut looked = Looked::default();
         let mut default: Option<(bool, u16, u16)> = None;
+        // Each term's place in the memo: terms numbered across the chain.
+        let mut slot = 0usize;
         for (ii, item) in self.items.iter().enumerate() {
             let i = ii as u16;
             match item {
@@ -556,8 +689,10 @@ impl Chain {
                     }
                 }
                 Item::Statement(st) => {
+                    let first = slot;
+                    slot += st.terms.len();
                     for (ti, t) in st.terms.iter().enumerate() {
-                        if !t.matches(s, &key, &mut scan, &mut looked) {
+                        if !t.matches(s, &key, &mut scan, &mut looked, &mut memo, first + ti) {
                             continue;
                         }
                         let id = u32::from(i) << 16 | ti as u32;
@@ -602,8 +737,21 @@ impl Chain {
     /// What the chain decides for a route; allocates nothing.
     #[inline]
     pub fn evaluate(&self, s: &Subject<'_>) -> Verdict {
+        self.evaluate_with(s, NoMemo)
+    }
+
+    /// [`Chain::evaluate`] for routes that share their attribute set, one after another:
+    /// the terms' conditions on the set are answered once (see [`SetMemo`]).
+    #[inline]
+    pub fn evaluate_memo(&self, s: &Subject<'_>, memo: &mut SetMemo) -> Verdict {
+        memo.fit(self, s.attrs);
+        self.evaluate_with(s, memo)
+    }
+
+    #[inline]
+    fn evaluate_with<M: Memo>(&self, s: &Subject<'_>, memo: M) -> Verdict {
         let mut trace = Trace::default();
-        let (accept, by) = self.run(s, &mut |id| trace.push(id));
+        let (accept, by) = self.run_with(s, &mut |id| trace.push(id), memo);
         Verdict {
             accept,
             by,

@@ -290,3 +290,36 @@ proptest! {
         }
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(500))]
+
+    /// Routes sharing attribute sets, as an UPDATE's prefixes do, evaluated one after
+    /// another with the set's answers remembered: the same verdict as each evaluated alone,
+    /// whatever the prefix, the neighbor, and however the sets alternate.
+    #[test]
+    fn remembered_set_answers_change_no_verdict(
+        routes in prop::collection::vec(route(), 1..4),
+        order in prop::collection::vec((0usize..4, 0..PREFIXES.len(), any::<bool>()), 1..40),
+    ) {
+        let p = policies(CONFIG);
+        let chain = p.chain(&["p1".to_string(), "p2".to_string()], false, 65000).expect("chain");
+        let sets: Vec<(Vec<u8>, Vec<u8>)> = routes.iter().map(|r| r.bytes()).collect();
+        let mut memo = ribshard_policy::SetMemo::default();
+        for (i, (set, prefix, other_peer)) in order.into_iter().enumerate() {
+            let Some((r, (raw, nh))) = routes.get(set).zip(sets.get(set)) else { continue };
+            let source = Source {
+                peer_as: if other_peer { 65002 } else { r.source.peer_as },
+                ..r.source
+            };
+            let s = ribshard_policy::Subject {
+                prefix: pfx(PREFIXES[prefix]).masked(),
+                attrs: raw,
+                next_hop: nh,
+                source: &source,
+                receiver_as: None,
+            };
+            prop_assert_eq!(chain.evaluate_memo(&s, &mut memo), chain.evaluate(&s), "route {}", i);
+        }
+    }
+}

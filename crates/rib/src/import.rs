@@ -11,7 +11,9 @@
 use crate::attrs::{push_next_hop, RouteAttrs, NH_DISCARD, NH_REJECT, NORMALIZED};
 use crate::shard::PeerIndex;
 use hashbrown::HashMap;
-use ribshard_policy::{ApplyContext, Chain, Modified, NextHopSet, Source, Subject, Trace, Verdict};
+use ribshard_policy::{
+    ApplyContext, Chain, Modified, NextHopSet, SetMemo, Source, Subject, Trace, Verdict,
+};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::AttrValue;
 use ribshard_wire::update::RawAttrIter;
@@ -70,6 +72,11 @@ pub(crate) struct ImportCache {
     /// set made (and so the received one) until the next result, a policy change or a peer
     /// going down.
     last: Option<Last>,
+    /// A chain that reads the prefix still answers its conditions on the attributes once
+    /// per received set: the memo of those answers, and the set it is for (held, so that
+    /// the address the memo knows it by is not given to another set meanwhile).
+    memo: SetMemo,
+    memo_for: Option<Arc<RouteAttrs>>,
 }
 
 /// The set made keeps the received one alive (it is that set, or links to it), so the
@@ -130,11 +137,32 @@ impl ImportCache {
     /// Lets go of the sets the last result holds.
     pub(crate) fn forget_last(&mut self) {
         self.last = None;
+        self.forget_memo();
+    }
+
+    fn forget_memo(&mut self) {
+        self.memo.clear();
+        self.memo_for = None;
+    }
+
+    /// The memo of answers on `received`'s attributes, emptied if it was for another set.
+    fn memo_of(&mut self, received: &Arc<RouteAttrs>) -> &mut SetMemo {
+        if !self
+            .memo_for
+            .as_ref()
+            .is_some_and(|m| Arc::ptr_eq(m, received))
+        {
+            self.memo.clear();
+            self.memo_for = Some(received.clone());
+        }
+        &mut self.memo
     }
 
     /// Forgets a peer's results (its policy changed).
     pub(crate) fn forget(&mut self, peer: PeerIndex) {
         self.last = None;
+        // The memo knows a chain by its address, which a new policy's chain may take.
+        self.forget_memo();
         self.by_set.retain(|k, _| k.0 != peer);
         self.by_trace.retain(|k, _| k.0 != peer);
     }
@@ -180,7 +208,11 @@ pub(crate) fn apply(
         source: &imp.source,
         receiver_as: None,
     };
-    let v = chain.evaluate(&subject);
+    let v = if by_set {
+        chain.evaluate(&subject)
+    } else {
+        chain.evaluate_memo(&subject, cache.memo_of(received))
+    };
     if !v.accept || v.trace.is_empty() {
         let out = (received.clone(), !v.accept);
         if by_set {
