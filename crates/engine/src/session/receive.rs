@@ -20,6 +20,20 @@ use ribshard_wire::{decode, parse_update, Family, Message, Nlri, RouteRefresh};
 use tracing::{debug, info, warn};
 
 impl Session {
+    /// Makes the UPDATEs handled since last time, and the Adj-RIB-In counts, visible to
+    /// `show` and the metrics (once the input buffered so far has been handled, so they lag
+    /// the socket by no more than that).
+    pub(super) fn publish_received(&mut self) {
+        let n = std::mem::take(&mut self.unpublished_updates);
+        if n > 0 {
+            let prefixes = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+            self.status.send_modify(|st| {
+                st.updates_received += n;
+                st.prefixes = prefixes;
+            });
+        }
+    }
+
     pub(super) fn received(&mut self, r: Result<Bytes, ReadError>) {
         let msg = match r {
             Ok(m) => m,
@@ -291,10 +305,9 @@ impl Session {
             }
         }
         drop(parsed);
-        self.status.send_modify(|st| {
-            st.updates_received += 1;
-            st.prefixes = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
-        });
+        // Published when the buffered input is handled (`publish_received`): a watch
+        // update per UPDATE cost the session thread 5% of its time on a full table.
+        self.unpublished_updates += 1;
         self.event(Event::UpdateMsg);
         if self.check_prefix_limits() {
             return;

@@ -127,6 +127,8 @@ pub(super) struct Session {
     /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
     pub(super) held_down: bool,
     pub(super) send_hold: Duration,
+    /// UPDATEs handled and not yet counted in the status ([`Session::publish_received`]).
+    pub(super) unpublished_updates: u64,
 }
 
 impl Session {
@@ -148,6 +150,7 @@ impl Session {
             index,
             our_open: build_open(&s),
             send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
+            unpublished_updates: 0,
             s,
             fsm,
             conn: None,
@@ -253,6 +256,7 @@ impl Session {
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
                     if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                         self.flush_routes();
+                        self.publish_received();
                     }
                 }
                 Wake::Secondary(r) => self.secondary_message(r),
@@ -630,6 +634,7 @@ impl Session {
                             Ending::Other => false,
                         })
                         .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
+                    self.publish_received();
                     self.adj_rib_in = Default::default();
                     self.refreshing = [None, None];
                     self.negotiated = None;
