@@ -4,7 +4,13 @@
 use std::process::Command;
 
 fn check(name: &str, text: &str) -> (String, bool) {
-    let dir = std::env::temp_dir().join(format!("ribshard-config-check-{}", std::process::id()));
+    // A directory per call: the tests run at once, and each removes its own.
+    static CALLS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!(
+        "ribshard-config-check-{}-{call}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join(name);
     std::fs::write(&file, text).unwrap();
@@ -15,9 +21,7 @@ fn check(name: &str, text: &str) -> (String, bool) {
         .unwrap();
     let text =
         String::from_utf8_lossy(&out.stderr).to_string() + &String::from_utf8_lossy(&out.stdout);
-    // The directory is shared by the tests running at once: the last one out removes it.
-    let _ = std::fs::remove_file(&file);
-    let _ = std::fs::remove_dir(&dir);
+    let _ = std::fs::remove_dir_all(&dir);
     (text, out.status.success())
 }
 

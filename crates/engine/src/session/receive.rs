@@ -21,8 +21,8 @@ use tracing::{debug, info, warn};
 
 impl Session {
     /// Makes the UPDATEs handled since last time, and the Adj-RIB-In counts, visible to
-    /// `show` and the metrics (once the input buffered so far has been handled, so they lag
-    /// the socket by no more than that).
+    /// `show` and the metrics: called when the buffered input has been handled or a batch of
+    /// routes is handed on, so they lag what was handled by less than a batch.
     pub(super) fn publish_received(&mut self) {
         let n = std::mem::take(&mut self.unpublished_updates);
         if n > 0 {
