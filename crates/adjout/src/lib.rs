@@ -789,6 +789,7 @@ impl UpdateGroup {
         members: &[(MemberId, u64)],
         entries: Vec<(DumpKey, Entry)>,
     ) {
+        self.dump_to_moving(shard, members, &entries);
         // Sorted: two shards may have learned of the same members in another order.
         let mut members = members.to_vec();
         members.sort_unstable();
@@ -812,6 +813,47 @@ impl UpdateGroup {
             part.extend(entries);
         }
         self.send_complete();
+    }
+
+    /// A member moving out still follows the shards that have not handed it over, for their
+    /// table dumps as for their live changes: it gets their parts at once, unmerged (it
+    /// leaves before a merge would complete). Dropped, a part's withdrawal of what an
+    /// earlier spec exported would be lost: the shard counts it sent (its walk is done), and
+    /// the new group's dump sees only the prefixes still in the table.
+    fn dump_to_moving(
+        &mut self,
+        shard: usize,
+        members: &[(MemberId, u64)],
+        entries: &[(DumpKey, Entry)],
+    ) {
+        let follows = |m: &Member, token: u64| {
+            m.moving
+                .as_ref()
+                .is_some_and(|v| v.get(shard) == Some(&false))
+                && matches!(m.state, State::Dumping { token: t, .. } if t == token)
+        };
+        let moving: Vec<MemberId> = members
+            .iter()
+            .filter(|(id, token)| {
+                self.members
+                    .iter()
+                    .any(|m| m.id == *id && follows(m, *token))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in moving {
+            let mine: Vec<Entry> = entries
+                .iter()
+                .filter(|(_, e)| !is_own(e, id))
+                .map(|(_, e)| e.clone())
+                .collect();
+            if let (Some(b), Some(m)) = (
+                self.encode(&mine),
+                self.members.iter_mut().find(|m| m.id == id),
+            ) {
+                send(m, b);
+            }
+        }
     }
 
     /// Sends the held dump entries every shard has walked past, once there are enough of
