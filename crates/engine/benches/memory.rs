@@ -18,9 +18,13 @@ use std::sync::atomic::{AtomicIsize, Ordering};
 /// Counts live heap bytes, for the memory report.
 struct Counting;
 static LIVE: AtomicIsize = AtomicIsize::new(0);
+/// The most `LIVE` has been since [`PEAK`] was last set: what a transient part costs at its
+/// height, not only what it keeps.
+static PEAK: AtomicIsize = AtomicIsize::new(0);
 unsafe impl GlobalAlloc for Counting {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        LIVE.fetch_add(l.size() as isize, Ordering::Relaxed);
+        let now = LIVE.fetch_add(l.size() as isize, Ordering::Relaxed) + l.size() as isize;
+        PEAK.fetch_max(now, Ordering::Relaxed);
         System.alloc(l)
     }
     unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
@@ -28,7 +32,11 @@ unsafe impl GlobalAlloc for Counting {
         System.dealloc(p, l)
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        LIVE.fetch_add(new as isize - l.size() as isize, Ordering::Relaxed);
+        let grow = new as isize - l.size() as isize;
+        PEAK.fetch_max(
+            LIVE.fetch_add(grow, Ordering::Relaxed) + grow,
+            Ordering::Relaxed,
+        );
         System.realloc(p, l, new)
     }
 }
@@ -137,15 +145,21 @@ fn breakdown() -> Vec<(&'static str, isize)> {
         .collect();
     parts.push(("sessions' Adj-RIB-In indexes (both)", live() - at));
     let at = live();
+    PEAK.store(at, Ordering::Relaxed);
     let order = shard.reported_by_set();
     parts.push(("a table dump's grouping (transient)", live() - at));
+    parts.push((
+        "a table dump's grouping, at its height while built (transient)",
+        PEAK.load(Ordering::Relaxed) - at,
+    ));
     let at = live();
     let spec = realdata::downstream();
     let mut cache = ExportCache::default();
     for (i, s) in order.sets.iter().enumerate() {
         let src = shard.peer(s.key.1);
-        if let Some(p) = order.prefixes_of(i, 0).first() {
-            drop(cache.get(&spec, &src, s.key.1, &s.attrs, p));
+        let first = order.places_of(i, 0).first();
+        if let Some(p) = first.and_then(|at| shard.dump_prefix(*at)) {
+            drop(cache.get(&spec, &src, s.key.1, &s.attrs, &p));
         }
     }
     parts.push(("one update group's export cache", live() - at));

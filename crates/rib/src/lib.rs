@@ -23,7 +23,7 @@ pub use decision::{
 pub use export::{export, source_of, ExportCache, Exported, GroupKind, GroupSpec};
 pub use import::Import;
 pub use shard::{
-    shard_of, Change, DumpKey, DumpOrder, DumpSet, FamilyCounts, Ineligible, Path, PathFilter,
-    PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp,
-    Within,
+    shard_of, Change, DumpKey, DumpOrder, DumpPlace, DumpSet, FamilyCounts, Ineligible, Path,
+    PathFilter, PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard,
+    Walk, WalkOp, Within,
 };

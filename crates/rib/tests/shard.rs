@@ -374,3 +374,34 @@ fn move_into_keeps_reported_state_and_pending_work() {
     assert!(c[0].best.as_ref().unwrap().arrival > moved);
     assert!(c[0].best.as_ref().unwrap().arrival > 200);
 }
+
+/// A dump order keeps where each prefix lies, not the prefix: a place whose prefix was
+/// removed reads as nothing, and one given to a prefix added since reads as nothing until
+/// that prefix is decided (its decision reaches the dump's members live).
+#[test]
+fn dump_places_read_the_table_as_it_is() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    let a = attrs(&[65001, 7], None, None);
+    s.announce(0, &a, [Nlri::new(p(1)), Nlri::new(p(2))]);
+    s.drain_changes();
+    let order = s.reported_by_set();
+    assert_eq!(order.sets.len(), 1);
+    let places = order.places_of(0, 0).to_vec();
+    let read = |s: &Shard| -> Vec<Option<Prefix>> {
+        places.iter().map(|at| s.dump_prefix(*at)).collect()
+    };
+    assert_eq!(read(&s), vec![Some(p(1)), Some(p(2))]);
+    // Withdrawn but not decided: still the best path last reported, still read.
+    s.withdraw(0, [Nlri::new(p(1))]);
+    assert_eq!(read(&s), vec![Some(p(1)), Some(p(2))]);
+    s.drain_changes();
+    assert_eq!(read(&s), vec![None, Some(p(2))]);
+    // A prefix added since takes the freed place (the table reuses it): not read until
+    // decided, then read as itself (the walk reads such a prefix as it is now).
+    s.announce(0, &a, [Nlri::new(p(3))]);
+    assert_eq!(read(&s), vec![None, Some(p(2))]);
+    let changes = s.drain_changes();
+    assert_eq!(changes.len(), 1);
+    assert_eq!(read(&s), vec![Some(p(3)), Some(p(2))]);
+}

@@ -152,14 +152,21 @@ const REPORTED: u8 = 2;
 pub type DumpKey = (u64, PeerIndex);
 
 /// A table as a dump walks it ([`Shard::reported_by_set`]): the groups of prefixes whose
-/// best path has one attribute set and source, in key order, and their prefixes.
+/// best path has one attribute set and source, in key order, and where each prefix lies in
+/// the shard's table ([`DumpPlace`], 4 octets, where a prefix would take 20: the order of two
+/// full tables is built at the moment the table is largest, when the start-up deferral ends).
 #[derive(Clone, Debug, Default)]
 pub struct DumpOrder {
     pub sets: Vec<DumpSet>,
-    pub prefixes: Vec<Prefix>,
+    places: Vec<DumpPlace>,
 }
 
-/// One group of [`DumpOrder`]: its prefixes are `prefixes[start..start + len]`.
+/// Where a prefix of a [`DumpOrder`] lies in the table it was taken from; read it with
+/// [`Shard::dump_prefix`]. A re-shard drops every dump, so a place never outlives its table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DumpPlace(Handle);
+
+/// One group of [`DumpOrder`]: its prefixes are at `start..start + len`.
 #[derive(Clone, Debug)]
 pub struct DumpSet {
     /// The content hash of `attrs` and the source peer.
@@ -170,13 +177,13 @@ pub struct DumpSet {
 }
 
 impl DumpOrder {
-    /// The prefixes of set `i` from `offset` on.
-    pub fn prefixes_of(&self, i: usize, offset: usize) -> &[Prefix] {
+    /// The places of set `i`'s prefixes from `offset` on.
+    pub fn places_of(&self, i: usize, offset: usize) -> &[DumpPlace] {
         self.sets
             .get(i)
             .and_then(|s| {
                 let start = s.start as usize + offset;
-                self.prefixes.get(start..s.start as usize + s.len as usize)
+                self.places.get(start..s.start as usize + s.len as usize)
             })
             .unwrap_or(&[])
     }
@@ -736,8 +743,8 @@ impl Shard {
         let mut sets: Vec<DumpSet> = Vec::new();
         let mut at: hashbrown::HashMap<(*const RouteAttrs, PeerIndex), u32> =
             hashbrown::HashMap::new();
-        let mut found: Vec<(u32, Prefix)> = Vec::with_capacity(self.dests.len());
-        for (p, d) in self.dests.iter() {
+        let mut found: Vec<(u32, Handle)> = Vec::with_capacity(self.dests.len());
+        for (h, _, d) in self.dests.iter_from(Handle::FIRST) {
             let Some(best) = d.reported_path() else {
                 continue;
             };
@@ -755,7 +762,7 @@ impl Shard {
             if let Some(s) = sets.get_mut(i as usize) {
                 s.len += 1;
             }
-            found.push((i, p));
+            found.push((i, h));
         }
         drop(at);
         // Sets in key order, each given its place; then every prefix into its set's place.
@@ -769,11 +776,11 @@ impl Shard {
             }
         }
         let mut fill: Vec<u32> = sets.iter().map(|s| s.start).collect();
-        let mut prefixes: Vec<Prefix> = vec![Prefix::V4 { addr: 0, len: 0 }; found.len()];
-        for (i, p) in found {
+        let mut places: Vec<DumpPlace> = vec![DumpPlace(Handle::FIRST); found.len()];
+        for (i, h) in found {
             if let Some(f) = fill.get_mut(i as usize) {
-                if let Some(slot) = prefixes.get_mut(*f as usize) {
-                    *slot = p;
+                if let Some(slot) = places.get_mut(*f as usize) {
+                    *slot = DumpPlace(h);
                 }
                 *f += 1;
             }
@@ -782,7 +789,18 @@ impl Shard {
             .into_iter()
             .filter_map(|i| sets.get(i as usize).cloned())
             .collect();
-        DumpOrder { sets, prefixes }
+        DumpOrder { sets, places }
+    }
+
+    /// The prefix at a place of a [`DumpOrder`] taken from this table, if it has a best path
+    /// reported. The entry there may since have been removed and the place given to a prefix
+    /// added later: that one is new to the dump's members, so either it is not decided yet
+    /// (`None`: its decision goes to them live) or its change is among those the walk was
+    /// told of, and is read as it is now. A removed prefix is not visited: its withdrawal
+    /// went to the members live.
+    pub fn dump_prefix(&self, place: DumpPlace) -> Option<Prefix> {
+        let (p, d) = self.dests.at_with_key(place.0)?;
+        d.reported().map(|_| p)
     }
 
     /// Moves every prefix to the shard of `into` that owns it under [`shard_of`] (a re-shard:

@@ -257,10 +257,14 @@ impl ShardWorker {
                     || d.previous.as_ref().is_some_and(Before::reads_prefix);
                 type Both = (Option<Arc<Exported>>, Option<Option<Arc<Exported>>>);
                 let mut exported: Option<(Family, Both)> = None;
-                let rest = d.order.prefixes_of(d.at.0, d.at.1);
+                let rest = d.order.places_of(d.at.0, d.at.1);
                 let take = rest.len().min(budget);
                 let mut tally = [0u64; 2];
-                for p in rest.iter().take(take) {
+                for place in rest.iter().take(take) {
+                    let Some(prefix) = shard.dump_prefix(*place) else {
+                        continue;
+                    };
+                    let p = &prefix;
                     let (now, before, source) = if d.changed.contains(p) {
                         // Changed since the walk began: as it is now, and whatever the member
                         // had of it before is not known.
