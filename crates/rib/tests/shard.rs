@@ -178,7 +178,25 @@ proptest! {
                 }
             }
         };
+        // Peer-down walks go on between later events, as in a shard thread: a step after
+        // each event of another peer, and a peer's walks are finished before its own next
+        // event is applied.
+        let mut walks: Vec<ribshard_rib::Walk> = Vec::new();
         for o in &ops {
+            let of = match *o {
+                Op::Announce { peer, .. } | Op::Withdraw { peer, .. } | Op::PeerDown { peer } => Some(peer),
+                Op::Drain => None,
+            };
+            let (mine, others): (Vec<_>, Vec<_>) = walks.drain(..).partition(|w| Some(w.peer) == of);
+            walks = others;
+            for mut w in mine {
+                while !s.peer_down_step(&mut w, 1) {}
+            }
+            if let Some(mut w) = walks.pop() {
+                if !s.peer_down_step(&mut w, 1) {
+                    walks.push(w);
+                }
+            }
             match *o {
                 Op::Announce { peer, prefix, path_id, attrs } => {
                     arrival += 1;
@@ -195,11 +213,13 @@ proptest! {
                 }
                 Op::PeerDown { peer } => {
                     for e in model.values_mut() { e.retain(|(pe, _), _| *pe != peer); }
-                    let mut w = s.peer_down(peer);
-                    while !s.peer_down_step(&mut w, 2) {}
+                    walks.push(s.peer_down(peer));
                 }
                 Op::Drain => apply(&mut s, &mut loc_rib),
             }
+        }
+        for mut w in walks {
+            while !s.peer_down_step(&mut w, 2) {}
         }
         apply(&mut s, &mut loc_rib);
         for prefix in 0..6u32 {
@@ -388,9 +408,8 @@ fn dump_places_read_the_table_as_it_is() {
     let order = s.reported_by_set();
     assert_eq!(order.sets.len(), 1);
     let places = order.places_of(0, 0).to_vec();
-    let read = |s: &Shard| -> Vec<Option<Prefix>> {
-        places.iter().map(|at| s.dump_prefix(*at)).collect()
-    };
+    let read =
+        |s: &Shard| -> Vec<Option<Prefix>> { places.iter().map(|at| s.dump_prefix(*at)).collect() };
     assert_eq!(read(&s), vec![Some(p(1)), Some(p(2))]);
     // Withdrawn but not decided: still the best path last reported, still read.
     s.withdraw(0, [Nlri::new(p(1))]);

@@ -322,14 +322,17 @@ pub enum WalkOp {
     Reimport,
 }
 
-/// A walk over one peer's paths in progress.
+/// A walk over one peer's paths in progress: where it goes on in the table, nothing more.
+/// It does not list the peer's prefixes when it starts (24 octets each: two full-table peers
+/// going down at once held 15 MB of lists, the daemon's peak RSS on two full tables): the
+/// owner finishes a peer's walks before it applies that peer's next message, and an entry
+/// holding a path is never moved or removed, so the entries ahead that hold the peer's paths
+/// are the ones that did when the walk began.
 #[derive(Debug)]
 pub struct Walk {
     pub peer: PeerIndex,
     pub op: WalkOp,
-    /// Each prefix with where it was: found again without a lookup while it stays there.
-    prefixes: Vec<(Handle, Prefix)>,
-    at: usize,
+    next: Option<Handle>,
 }
 
 /// Where a prefix sits in its shard's table, in the order of [`Shard::count_step`]'s walk:
@@ -566,13 +569,7 @@ impl Shard {
         Walk {
             peer,
             op,
-            prefixes: self
-                .dests
-                .iter_from(Handle::FIRST)
-                .filter(|(_, _, d)| d.paths.iter().any(|p| !p.gone() && p.peer == peer))
-                .map(|(h, p, _)| (h, p))
-                .collect(),
-            at: 0,
+            next: Some(Handle::FIRST),
         }
     }
 
@@ -590,21 +587,33 @@ impl Shard {
 
     /// Applies the walk to up to `budget` prefixes; true when done.
     pub fn walk_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
-        let end = (walk.at + budget).min(walk.prefixes.len());
         let peer = walk.peer;
+        let Some(from) = walk.next else {
+            return true;
+        };
+        // Up to `budget` of the peer's prefixes, looking at no more than a few times as many
+        // entries (a peer with few prefixes in a large table still takes bounded steps).
+        let look = budget.saturating_mul(8);
+        let mut found: Vec<Handle> = Vec::new();
+        walk.next = None;
+        for (seen, (h, _, d)) in self.dests.iter_from(from).enumerate() {
+            if found.len() >= budget || seen >= look {
+                walk.next = Some(h);
+                break;
+            }
+            if d.paths.iter().any(|p| !p.gone() && p.peer == peer) {
+                found.push(h);
+            }
+        }
         let imp = match walk.op {
             WalkOp::Reimport => self.imports.get(peer as usize).cloned().flatten(),
             _ => None,
         };
-        for (was, prefix) in walk.prefixes.get(walk.at..end).unwrap_or(&[]) {
-            // Where it was, unless it left (and the place went to another prefix).
-            let at = match self.dests.at_mut(*was) {
-                Some((k, _)) if k == *prefix => Some(*was),
-                _ => self.dests.find(prefix),
-            };
-            let Some((at, (_, d))) = at.and_then(|h| Some((h, self.dests.at_mut(h)?))) else {
+        for at in found {
+            let Some((prefix, d)) = self.dests.at_mut(at) else {
                 continue;
             };
+            let prefix = &prefix;
             let in_family = f_of(prefix);
             let family = prefix.family().index();
             let tally = &mut self.tally;
@@ -655,8 +664,7 @@ impl Shard {
                 Self::touch(&mut self.journal, at, d);
             }
         }
-        walk.at = end;
-        walk.at >= walk.prefixes.len()
+        walk.next.is_none()
     }
 
     /// The decision process over this shard's peers and options.
