@@ -841,18 +841,9 @@ impl UpdateGroup {
             })
             .map(|(id, _)| *id)
             .collect();
-        for id in moving {
-            let mine: Vec<Entry> = entries
-                .iter()
-                .filter(|(_, e)| !is_own(e, id))
-                .map(|(_, e)| e.clone())
-                .collect();
-            if let (Some(b), Some(m)) = (
-                self.encode(&mine),
-                self.members.iter_mut().find(|m| m.id == id),
-            ) {
-                send(m, b);
-            }
+        if !moving.is_empty() {
+            let entries: Vec<Entry> = entries.iter().map(|(_, e)| e.clone()).collect();
+            self.dump_to(&moving, &entries);
         }
     }
 
@@ -899,16 +890,22 @@ impl UpdateGroup {
         self.held_dump = None;
     }
 
-    /// Encodes dump entries once for all these members, except that a member gets its own
-    /// encoding without the paths it is the source of.
+    /// Sends dump entries to those of these members still dumping under the token they were
+    /// walked for ([`UpdateGroup::dump_to`]).
     fn dump_now(&mut self, members: &[(MemberId, u64)], entries: &[Entry]) {
         let targets: Vec<MemberId> = members
             .iter()
             .filter(|(m, t)| self.find(*m, *t).is_some())
             .map(|(m, _)| *m)
             .collect();
+        self.dump_to(&targets, entries);
+    }
+
+    /// Encodes dump entries once for these members, except that a member gets its own
+    /// encoding without the paths it is the source of.
+    fn dump_to(&mut self, targets: &[MemberId], entries: &[Entry]) {
         let mut shared: Option<Option<Outgoing>> = None;
-        for member in targets {
+        for &member in targets {
             let bytes = if entries.iter().any(|e| is_own(e, member)) {
                 let mine: Vec<Entry> = entries
                     .iter()

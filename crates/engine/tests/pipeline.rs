@@ -293,14 +293,7 @@ fn check_counts(
 const SETTINGS: [(usize, usize); 5] = [(1, 0), (1, 1), (2, 2), (4, 3), (7, 5)];
 
 proptest! {
-    // Failing cases are kept beside this file, whatever the working directory.
-    #![proptest_config(ProptestConfig {
-        cases: 24,
-        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pipeline.proptest-regressions")
-        ))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(persisted(24, "pipeline"))]
 
     #[test]
     fn same_result_for_every_thread_setting(ops in prop::collection::vec(op(), 1..60)) {
@@ -326,14 +319,7 @@ proptest! {
 }
 
 proptest! {
-    // Failing cases are kept beside this file, whatever the working directory.
-    #![proptest_config(ProptestConfig {
-        cases: 24,
-        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(
-            concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pipeline.proptest-regressions")
-        ))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(persisted(24, "pipeline"))]
 
     /// Re-sharding (both thread counts, up and down, with sessions and members up, table
     /// dumps under way and walks pending) changes nothing routing does: the same Loc-RIB and

@@ -303,16 +303,7 @@ fn run(ops: &[Op], setting: usize) {
 }
 
 proptest! {
-    // Failing cases are kept beside this file, whatever the working directory (the default
-    // looks for a lib.rs from a path relative to the workspace, and found none).
-    #![proptest_config(ProptestConfig {
-        cases: 32,
-        failure_persistence: Some(Box::new(proptest::test_runner::FileFailurePersistence::Direct(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/policy_changes.proptest-regressions"
-        )))),
-        ..ProptestConfig::default()
-    })]
+    #![proptest_config(persisted(32, "policy_changes"))]
 
     #[test]
     fn members_hold_what_their_final_policy_exports(

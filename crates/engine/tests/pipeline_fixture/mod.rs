@@ -227,3 +227,25 @@ impl Pool {
             .clone()
     }
 }
+
+/// A property test's configuration that keeps failing cases in
+/// `tests/NAME.proptest-regressions` of this package, whatever the working directory
+/// (proptest's default looks for a lib.rs from a workspace-relative path, found none under
+/// the test command, and saved nothing).
+pub fn persisted(cases: u32, name: &str) -> proptest::test_runner::Config {
+    // Direct takes a 'static path: a few octets, once per test.
+    let path: &'static str = Box::leak(
+        format!(
+            "{}/tests/{name}.proptest-regressions",
+            env!("CARGO_MANIFEST_DIR")
+        )
+        .into_boxed_str(),
+    );
+    proptest::test_runner::Config {
+        cases,
+        failure_persistence: Some(Box::new(
+            proptest::test_runner::FileFailurePersistence::Direct(path),
+        )),
+        ..proptest::test_runner::Config::default()
+    }
+}
