@@ -144,6 +144,8 @@ pub enum BenchError {
         path: PathBuf,
         source: std::io::Error,
     },
+    #[error(transparent)]
+    IndexFull(#[from] crate::speaker::IndexFull),
     #[error("the churn scenario needs {0}")]
     NoTrace(PathBuf),
     #[error("--through-bird needs eBGP downstreams: full-table or two-full-tables, not {0}")]
@@ -438,7 +440,7 @@ fn plan(opts: &Options) -> Result<Plan, BenchError> {
                     .iter()
                     .flat_map(|t| t.prefixes.iter().flatten().map(|(k, _)| *k)),
             ),
-    ));
+    )?);
     let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
     // Receivers in the rr setups (sources included) are checked only where they are not
     // sources: a source gets the reflected best paths of the others, which depend on ties.
