@@ -16,9 +16,11 @@
 //! best-path state (the shards own them), or do anything per member that can be done once per
 //! group.
 
+mod encode;
+
 use bytes::Bytes;
 use ribshard_rib::{shard_of, DumpKey, Exported, GroupSpec};
-use ribshard_wire::{Family, Nlri, Prefix, RouteRefresh, UpdateBuilder};
+use ribshard_wire::{Family, Prefix, RouteRefresh, UpdateBuilder};
 // foldhash (hashbrown's default): keys are our pointers, peers and prefixes; SipHash showed in
 // profiles of the update threads.
 use hashbrown::{HashMap, HashSet};
@@ -560,92 +562,6 @@ impl UpdateGroup {
         })
     }
 
-    /// Packs entries into UPDATEs: withdrawals first, then announcements grouped by
-    /// attribute set, in order of first appearance. Returns the bytes, or `None` if empty.
-    fn encode(&mut self, entries: &[Entry]) -> Option<Outgoing> {
-        if entries.is_empty() {
-            return None;
-        }
-        self.buf.clear();
-        let mut withdrawn: [Vec<Nlri>; 2] = [Vec::new(), Vec::new()];
-        let mut sets: Vec<(Arc<Exported>, Vec<Nlri>)> = Vec::new();
-        // By pointer first (cheap), then by content: shards intern attribute sets apart, so
-        // one set reaches a group as several pointers when changes of several shards merge.
-        let mut index: HashMap<*const Exported, usize> = HashMap::new();
-        let mut by_content: HashMap<Arc<Exported>, usize> = HashMap::new();
-        let add_path = self.spec.params.add_path;
-        for Entry {
-            prefix,
-            exported: e,
-            ..
-        } in entries
-        {
-            let f = prefix.family();
-            let nlri = Nlri {
-                // Add-Path send (RFC 7911): one path per prefix, identifier 1.
-                path_id: add_path
-                    .get(f.index())
-                    .copied()
-                    .unwrap_or(false)
-                    .then_some(1),
-                prefix: *prefix,
-            };
-            match e {
-                None => {
-                    if let Some(w) = withdrawn.get_mut(f.index()) {
-                        w.push(nlri);
-                    }
-                }
-                Some(e) => {
-                    let i = *index.entry(Arc::as_ptr(e)).or_insert_with(|| {
-                        *by_content.entry(e.clone()).or_insert_with(|| {
-                            sets.push((e.clone(), Vec::new()));
-                            sets.len() - 1
-                        })
-                    });
-                    if let Some((_, v)) = sets.get_mut(i) {
-                        v.push(nlri);
-                    }
-                }
-            }
-        }
-        let mut messages = 0;
-        for (f, w) in [Family::Ipv4Unicast, Family::Ipv6Unicast]
-            .into_iter()
-            .zip(&withdrawn)
-        {
-            messages += self.builder.withdraw(f, w, &mut self.buf);
-            self.stats.prefixes_withdrawn += w.len() as u64;
-        }
-        for (e, nlri) in &sets {
-            match self
-                .builder
-                .announce(&e.attrs, e.family, &e.mp_next_hop, nlri, &mut self.buf)
-            {
-                Ok(n) => messages += n,
-                Err(err) => {
-                    // Only an attribute set too large for any UPDATE gets here; the
-                    // prefixes are not advertised (RFC 4271 gives no other choice).
-                    tracing::warn!(group = %self.spec.name, prefixes = nlri.len(), "not advertised: {err}");
-                }
-            }
-            self.stats.prefixes_advertised += nlri.len() as u64;
-        }
-        self.stats.updates_built += messages as u64;
-        self.stats.bytes_built += self.buf.len() as u64;
-        if self.buf.is_empty() {
-            return None;
-        }
-        // A large encoding (a whole table dump) is handed over rather than copied, and not
-        // kept as the group's buffer for good.
-        let bytes = if self.buf.len() > PACK_BELOW {
-            Bytes::from(std::mem::take(&mut self.buf))
-        } else {
-            Bytes::copy_from_slice(&self.buf)
-        };
-        Some(Outgoing::updates(bytes, messages as u32))
-    }
-
     /// Live changes from a shard: encoded once, the same bytes to every member in step
     /// (a member that is the source of some of the paths gets its own encoding, with those
     /// withdrawn instead).
@@ -695,38 +611,40 @@ impl UpdateGroup {
     /// Sends `entries` to the members following `shard` (and, by the caller's check, every
     /// shard of `batches`); the others remember, per shard, what they must unlearn.
     fn live_merged(&mut self, shard: usize, batches: &[(usize, &[Entry])], entries: &[Entry]) {
-        let Some(bytes) = self.encode(entries) else {
-            return;
-        };
-        tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = bytes.bytes.len(), members = self.members.len(), "live changes");
-        // The peers whose own paths are in this batch, found once: only those members get a
-        // variant with their paths withdrawn.
-        let sources: HashSet<u32> = entries
+        // The members following this shard whose own paths are in it: each gets the shared
+        // encoding without its paths' span, and those prefixes withdrawn instead (it may
+        // hold another path we sent it before).
+        let following = |m: &Member| m.live.get(shard) == Some(&true);
+        let apart: HashSet<u32> = entries
             .iter()
             .filter(|e| e.exported.is_some())
             .map(|e| e.source)
+            .filter(|p| self.members.iter().any(|m| m.id.peer == *p && following(m)))
             .collect();
-        let variants: Vec<MemberId> = self
-            .members
+        let Some(encoded) = self.encode_apart(entries, &apart) else {
+            return;
+        };
+        tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
+        let own: Vec<(u32, Option<Outgoing>)> = apart
             .iter()
-            .filter(|m| m.live.get(shard) == Some(&true) && sources.contains(&m.id.peer))
-            .map(|m| m.id)
-            .collect();
-        let own: Vec<(MemberId, Option<Outgoing>)> = variants
-            .into_iter()
-            .map(|id| (id, self.encode(&without_own(entries, id))))
+            .map(|&p| {
+                let withdrawn: Vec<Entry> = entries
+                    .iter()
+                    .filter(|e| e.exported.is_some() && e.source == p)
+                    .map(|e| Entry::withdraw(e.prefix))
+                    .collect();
+                (p, self.encode(&withdrawn))
+            })
             .collect();
         for m in &mut self.members {
-            if m.live.get(shard) == Some(&true) {
-                let b = match own.iter().find(|(id, _)| *id == m.id) {
-                    Some((_, b)) => b.clone(),
-                    None => Some(bytes.clone()),
-                };
-                let sent = match b {
-                    None => true,
-                    Some(b) => send(m, b),
-                };
-                if sent {
+            if following(m) {
+                let mut pieces: Vec<Outgoing> = own
+                    .iter()
+                    .filter(|(p, _)| *p == m.id.peer)
+                    .filter_map(|(_, w)| w.clone())
+                    .collect();
+                pieces.extend(encoded.for_member(m.id.peer));
+                if send_all(m, pieces) {
                     continue;
                 }
             }
@@ -901,23 +819,21 @@ impl UpdateGroup {
         self.dump_to(&targets, entries);
     }
 
-    /// Encodes dump entries once for these members, except that a member gets its own
-    /// encoding without the paths it is the source of.
+    /// Encodes dump entries once for these members; a member is not sent the paths it is
+    /// the source of.
     fn dump_to(&mut self, targets: &[MemberId], entries: &[Entry]) {
-        let mut shared: Option<Option<Outgoing>> = None;
+        let apart: HashSet<u32> = entries
+            .iter()
+            .filter(|e| e.exported.is_some())
+            .map(|e| e.source)
+            .filter(|p| targets.iter().any(|t| t.peer == *p))
+            .collect();
+        let Some(encoded) = self.encode_apart(entries, &apart) else {
+            return;
+        };
         for &member in targets {
-            let bytes = if entries.iter().any(|e| is_own(e, member)) {
-                let mine: Vec<Entry> = entries
-                    .iter()
-                    .filter(|e| !is_own(e, member))
-                    .cloned()
-                    .collect();
-                self.encode(&mine)
-            } else {
-                shared.get_or_insert_with(|| self.encode(entries)).clone()
-            };
-            if let (Some(b), Some(m)) = (bytes, self.members.iter_mut().find(|m| m.id == member)) {
-                send(m, b);
+            if let Some(m) = self.members.iter_mut().find(|m| m.id == member) {
+                send_all(m, encoded.for_member(member.peer));
             }
         }
     }
@@ -1087,24 +1003,17 @@ fn is_own(e: &Entry, m: MemberId) -> bool {
     e.exported.is_some() && e.source == m.peer
 }
 
-/// The entries as a member sees them: its own paths withdrawn (it may hold another path we
-/// sent it before).
-fn without_own(entries: &[Entry], m: MemberId) -> Vec<Entry> {
-    entries
-        .iter()
-        .map(|e| {
-            if is_own(e, m) {
-                Entry::withdraw(e.prefix)
-            } else {
-                e.clone()
-            }
-        })
-        .collect()
-}
-
 /// Hands bytes to a member, or splits it off when its queue is past the high-water mark;
 /// true if the bytes went out.
 fn send(m: &mut Member, out: Outgoing) -> bool {
+    send_all(m, vec![out])
+}
+
+/// Hands pieces of one batch to a member, all or none ([`send`]).
+fn send_all(m: &mut Member, pieces: Vec<Outgoing>) -> bool {
+    if pieces.is_empty() {
+        return true;
+    }
     if m.state == State::Slow {
         m.stats.write_queue_blocks += 1;
         return false;
@@ -1131,6 +1040,10 @@ fn send(m: &mut Member, out: Outgoing) -> bool {
         // was the first).
         return false;
     }
-    m.stats.bytes_sent += out.bytes.len() as u64;
-    m.sink.send(out)
+    let mut sent = true;
+    for out in pieces {
+        m.stats.bytes_sent += out.bytes.len() as u64;
+        sent &= m.sink.send(out);
+    }
+    sent
 }
