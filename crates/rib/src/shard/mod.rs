@@ -871,16 +871,16 @@ impl Shard {
             };
             d.flags &= !DIRTY;
             let family = prefix.family().index();
-            let best = deciding
+            let at_best = deciding
                 .best_of(&d.paths, &mut scratch)
-                .and_then(|i| d.paths.get(i))
-                .cloned();
-            let key = best.as_ref().map(|p| p.arrival);
-            let changed = key != d.reported();
-            let old = if changed {
-                d.reported_path().cloned()
+                .and_then(|i| d.paths.get(i));
+            let changed = at_best.map(|p| p.arrival) != d.reported();
+            // Cloned only when it changed: a worse path arriving (half the second full
+            // table) leaves the best as it was.
+            let (best, old) = if changed {
+                (at_best.cloned(), d.reported_path().cloned())
             } else {
-                None
+                (None, None)
             };
             if changed {
                 if let Some(o) = &old {
