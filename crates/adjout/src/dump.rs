@@ -2,9 +2,10 @@
 //! member gets the UPDATEs one walk of the whole table would give, however many shards
 //! there are; parts to members moving out; End-of-RIB when a member's dump completes.
 
-use crate::{route_refresh, send, send_all, Entry, Member, MemberId, Outgoing, State, UpdateGroup};
+use crate::{
+    route_refresh, send, send_all, sources, Entry, Member, MemberId, Outgoing, State, UpdateGroup,
+};
 use bytes::Bytes;
-use hashbrown::HashSet;
 use ribshard_rib::DumpKey;
 use ribshard_wire::{Family, Prefix, RouteRefresh, UpdateBuilder};
 use std::collections::VecDeque;
@@ -219,12 +220,8 @@ impl UpdateGroup {
     /// Encodes dump entries once for these members; a member is not sent the paths it is
     /// the source of.
     fn dump_to(&mut self, targets: &[MemberId], entries: &[Entry]) {
-        let apart: HashSet<u32> = entries
-            .iter()
-            .filter(|e| e.exported.is_some())
-            .map(|e| e.source)
-            .filter(|p| targets.iter().any(|t| t.peer == *p))
-            .collect();
+        let mut apart = sources(entries);
+        apart.retain(|p| targets.iter().any(|t| t.peer == *p));
         let Some(encoded) = self.encode_apart(entries, &apart) else {
             return;
         };

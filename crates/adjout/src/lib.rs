@@ -512,8 +512,8 @@ impl UpdateGroup {
     }
 
     /// Live changes from a shard: encoded once, the same bytes to every member in step
-    /// (a member that is the source of some of the paths gets its own encoding, with those
-    /// withdrawn instead).
+    /// (a member that is the source of some of the paths gets them without those, and
+    /// their prefixes withdrawn instead).
     pub fn live(&mut self, shard: usize, entries: &[Entry]) {
         self.live_batches(&[(shard, entries)]);
     }
@@ -564,12 +564,8 @@ impl UpdateGroup {
         // encoding without its paths' span, and those prefixes withdrawn instead (it may
         // hold another path we sent it before).
         let following = |m: &Member| m.live.get(shard) == Some(&true);
-        let apart: HashSet<u32> = entries
-            .iter()
-            .filter(|e| e.exported.is_some())
-            .map(|e| e.source)
-            .filter(|p| self.members.iter().any(|m| m.id.peer == *p && following(m)))
-            .collect();
+        let mut apart = sources(entries);
+        apart.retain(|p| self.members.iter().any(|m| m.id.peer == *p && following(m)));
         let Some(encoded) = self.encode_apart(entries, &apart) else {
             return;
         };
@@ -725,6 +721,15 @@ fn route_refresh(f: Family, subtype: u8) -> Outgoing {
         messages: 1,
         route_refresh: true,
     }
+}
+
+/// The peers whose paths the entries advertise.
+fn sources(entries: &[Entry]) -> HashSet<u32> {
+    entries
+        .iter()
+        .filter(|e| e.exported.is_some())
+        .map(|e| e.source)
+        .collect()
 }
 
 /// Whether an entry advertises a path learned from this member.
