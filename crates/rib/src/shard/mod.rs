@@ -14,6 +14,7 @@ use ribshard_wire::{Family, Nlri, Prefix};
 // not choose, but a shard is not reachable by anyone who could aim collisions at one bucket
 // any more than the sender's own table, and SipHash costs a third of the ingest time.
 use crate::prefix_map::{Handle, PrefixMap};
+use smallvec::SmallVec;
 use std::sync::Arc;
 
 mod view;
@@ -132,20 +133,23 @@ impl Path {
     }
 }
 
-/// One prefix: 32 octets, in the shard table's arena beside its key (8 octets for IPv4).
+/// One prefix, in the shard table's arena beside its key (8 octets for IPv4).
 #[derive(Debug, Default)]
 struct Dest {
     /// Its paths; the best path last reported stays here (marked `gone`) after it is
-    /// withdrawn, until the next decision.
-    paths: Vec<Path>,
+    /// withdrawn, until the next decision. Two are held in place: a prefix of a peering or
+    /// edge router has one or two (two full tables: 641,942 paths for 323,486 prefixes), and
+    /// a separate allocation for them cost 64 octets and a cache miss per prefix; a prefix
+    /// with more (a reflector's) leaves the 48 octets unused.
+    paths: SmallVec<[Path; 2]>,
     /// Arrival number of the best path last reported (the Loc-RIB entry as the update groups
-    /// know it), valid with [`REPORTED`].
+    /// know it), valid with `has_reported`.
     reported: u32,
-    flags: u8,
+    has_reported: bool,
+    /// In the journal, awaiting a decision. (Flags as `bool`s: their unused values let an
+    /// `Option` of an arena entry take no room of its own.)
+    dirty: bool,
 }
-
-const DIRTY: u8 = 1;
-const REPORTED: u8 = 2;
 
 /// Where a prefix goes in a table dump ([`Shard::reported_by_set`]): its best path's
 /// attribute set by content (the same in every shard) and its source peer.
@@ -200,7 +204,7 @@ fn dump_hash(attrs: &RouteAttrs) -> u64 {
 
 impl Dest {
     fn reported(&self) -> Option<u32> {
-        (self.flags & REPORTED != 0).then_some(self.reported)
+        self.has_reported.then_some(self.reported)
     }
     fn reported_path(&self) -> Option<&Path> {
         let r = self.reported()?;
@@ -362,7 +366,7 @@ pub struct Shard {
     peers: Vec<PeerInfo>,
     options: Options,
     arrival: u32,
-    /// Prefixes awaiting a decision, each once (its entry is marked [`DIRTY`]). Handles, not
+    /// Prefixes awaiting a decision, each once (its entry is marked `dirty`). Handles, not
     /// prefixes: deciding reaches each entry without a lookup, and an entry is only removed
     /// when it is decided, so no handle here goes stale.
     journal: Vec<Handle>,
@@ -464,8 +468,8 @@ impl Shard {
     }
 
     fn touch(journal: &mut Vec<Handle>, at: Handle, d: &mut Dest) {
-        if d.flags & DIRTY == 0 {
-            d.flags |= DIRTY;
+        if !d.dirty {
+            d.dirty = true;
             journal.push(at);
         }
     }
@@ -530,8 +534,9 @@ impl Shard {
                 *p = new;
             }
             None => {
-                // Most prefixes have one or two paths: grow one at a time up to four (a
-                // Vec's first allocation would hold four, 96 octets), then as usual.
+                // Most prefixes have one or two paths (held in place): past them, grow one
+                // at a time up to four (a first allocation would hold four, 96 octets), then
+                // as usual.
                 if d.paths.len() < 4 {
                     d.paths.reserve_exact(1);
                 }
@@ -845,7 +850,7 @@ impl Shard {
             if let Some(r) = d.reported_path() {
                 to.tally.set_active(r.peer, family, true);
             }
-            let dirty = d.flags & DIRTY != 0;
+            let dirty = d.dirty;
             let at = to.dests.insert(prefix, d);
             if dirty {
                 to.journal.push(at);
@@ -869,7 +874,7 @@ impl Shard {
             let Some((prefix, d)) = self.dests.at_mut(at) else {
                 continue;
             };
-            d.flags &= !DIRTY;
+            d.dirty = false;
             let family = prefix.family().index();
             let at_best = deciding
                 .best_of(&d.paths, &mut scratch)
@@ -889,10 +894,10 @@ impl Shard {
                 match &best {
                     Some(b) => {
                         d.reported = b.arrival;
-                        d.flags |= REPORTED;
+                        d.has_reported = true;
                         self.tally.set_active(b.peer, family, true);
                     }
-                    None => d.flags &= !REPORTED,
+                    None => d.has_reported = false,
                 }
             }
             d.paths.retain(|p| !p.gone());
@@ -1005,4 +1010,15 @@ pub fn families(list: &[Family]) -> [bool; 2] {
         }
     }
     f
+}
+
+#[cfg(test)]
+mod size {
+    /// The arena entry of an IPv4 prefix: key, two paths in place with their length, the
+    /// reported path's arrival number, two flags.
+    #[test]
+    fn an_ipv4_entry_is_72_octets() {
+        assert_eq!(std::mem::size_of::<super::Path>(), 24);
+        assert_eq!(std::mem::size_of::<Option<(u64, super::Dest)>>(), 72);
+    }
 }

@@ -3,7 +3,7 @@
 //! (so a walk of a whole table holds one chunk, never the table), the longest match of an
 //! address, and the walk that counts what an update group advertises.
 
-use super::{Dest, Path, PeerIndex, PeerInfo, Position, Shard, DIRTY, REPORTED};
+use super::{Dest, Path, PeerIndex, PeerInfo, Position, Shard};
 use crate::decision::{best_path, compare, deciding_step, Candidate, Step};
 use crate::prefix_map::{v4_key, v4_prefix};
 use ribshard_wire::{Family, Prefix};
@@ -122,7 +122,7 @@ impl Shard {
 
     fn view(&self, prefix: Prefix, d: &Dest, filter: PathFilter) -> RouteView {
         let dec = self.decider();
-        if !filter.explain && self.options.multipath.is_none() && d.flags & DIRTY == 0 {
+        if !filter.explain && self.options.multipath.is_none() && !d.dirty {
             return self.brief_view(prefix, d, filter);
         }
         SCRATCH.with(|scratch| {
@@ -419,7 +419,7 @@ impl Shard {
     ) -> Option<Position> {
         let mut it = self.dests.iter_from(from.0);
         for (_, prefix, d) in it.by_ref().take(budget.max(1)) {
-            if d.flags & REPORTED != 0 {
+            if d.has_reported {
                 if let Some(p) = d.reported_path() {
                     f(prefix, p);
                 }
