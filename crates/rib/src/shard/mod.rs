@@ -534,11 +534,13 @@ impl Shard {
                 *p = new;
             }
             None => {
-                // Most prefixes have one or two paths (held in place): past them, grow one
-                // at a time up to four (a first allocation would hold four, 96 octets), then
-                // as usual.
-                if d.paths.len() < 4 {
-                    d.paths.reserve_exact(1);
+                // Most prefixes have one or two paths (held in place). Past them, grow one at
+                // a time up to four, then two at a time up to sixteen, then as usual: doubling
+                // from four gave a reflector's prefix of ten paths room for sixteen (144
+                // octets unused a prefix, 115 MB at 800,000 prefixes from ten clients).
+                let more = room_to_add(d.paths.len(), d.paths.capacity());
+                if more > 0 {
+                    d.paths.reserve_exact(more);
                 }
                 tally.add_path(&new, family);
                 d.paths.push(new);
@@ -1012,8 +1014,35 @@ pub fn families(list: &[Family]) -> [bool; 2] {
     f
 }
 
+/// Room a prefix's paths get before one more is added ([`Shard::replace`]); 0 to leave it to
+/// the vector.
+fn room_to_add(len: usize, capacity: usize) -> usize {
+    match len {
+        n if n < capacity || n >= 16 => 0,
+        n if n < 4 => 1,
+        _ => 2,
+    }
+}
+
 #[cfg(test)]
 mod size {
+    /// A prefix's paths: two in place, then room for exactly as many up to four, then for
+    /// at most one more than it holds up to sixteen.
+    #[test]
+    fn paths_grow_close_to_their_number() {
+        let mut v: smallvec::SmallVec<[u8; 2]> = smallvec::SmallVec::new();
+        let mut caps = Vec::new();
+        for _ in 0..12 {
+            let more = super::room_to_add(v.len(), v.capacity());
+            if more > 0 {
+                v.reserve_exact(more);
+            }
+            v.push(0);
+            caps.push(v.capacity());
+        }
+        assert_eq!(caps, [2, 2, 3, 4, 6, 6, 8, 8, 10, 10, 12, 12]);
+    }
+
     /// The arena entry of an IPv4 prefix: key, two paths in place with their length, the
     /// reported path's arrival number, two flags.
     #[test]
