@@ -224,9 +224,10 @@ impl ShardWorker {
                 return;
             }
         }
+        let caches = &mut self.caches;
         self.groups
             .entry(to.group)
-            .or_insert_with(|| GroupState::new(&to))
+            .or_insert_with(|| GroupState::new(&to, caches))
             .members += 1;
         self.moving
             .entry(member)
@@ -244,6 +245,7 @@ impl ShardWorker {
         let mut keys: Vec<DumpKey> = Vec::new();
         if let Some(g) = self.groups.get_mut(&d.group) {
             let shard = &self.shard;
+            let mut cache = super::locked(&g.cache);
             let in_step = d.previous.as_ref().is_some_and(|b| b.in_step);
             let mut budget = WALK_BUDGET;
             while budget > 0 {
@@ -271,7 +273,7 @@ impl ShardWorker {
                         match shard.reported(p) {
                             Some(best) => {
                                 let bsrc = shard.peer(best.peer);
-                                let e = g.cache.get(&g.spec, &bsrc, best.peer, &best.attrs, p);
+                                let e = cache.get(&g.spec, &bsrc, best.peer, &best.attrs, p);
                                 let before = d.previous.as_ref().map(|_| None);
                                 let withdraw = d.previous.is_some() && e.is_none();
                                 (e, before, if withdraw { u32::MAX } else { best.peer })
@@ -283,7 +285,7 @@ impl ShardWorker {
                         let (now, before) = match &exported {
                             Some((ef, both)) if *ef == f && !per_prefix => both.clone(),
                             _ => {
-                                let now = g.cache.get(&g.spec, &src, set.key.1, &set.attrs, p);
+                                let now = cache.get(&g.spec, &src, set.key.1, &set.attrs, p);
                                 let before = d
                                     .previous
                                     .as_mut()

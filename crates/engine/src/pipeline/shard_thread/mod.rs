@@ -20,14 +20,15 @@ use ribshard_rib::{
 };
 use ribshard_wire::Prefix;
 use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use tokio::sync::mpsc;
 
 struct GroupState {
     spec: Arc<GroupSpec>,
     update_thread: usize,
-    cache: ExportCache,
+    /// Shared by the groups whose specs differ only in name ([`ExportCaches`]).
+    cache: Arc<Mutex<ExportCache>>,
     members: usize,
     advertised: Advertised,
     /// Members moved in from another spec whose dump from this shard has not ended: they
@@ -38,16 +39,44 @@ struct GroupState {
 
 impl GroupState {
     /// A group new to the shard: what it advertises is counted by a walk.
-    fn new(m: &Membership) -> GroupState {
+    fn new(m: &Membership, caches: &mut ExportCaches) -> GroupState {
         GroupState {
             spec: m.spec.clone(),
             update_thread: m.update_thread,
-            cache: ExportCache::default(),
+            cache: caches.for_spec(&m.spec),
             members: 0,
             advertised: Advertised::counting(),
             moving_in: 0,
         }
     }
+}
+
+/// The export caches of a shard's groups, one per way of exporting: groups whose specs differ
+/// only in their configured name (a reflector's clients in several groups) export every set
+/// alike, and a cache each cost hundreds of MB on rr (ten client groups, a million sets).
+#[derive(Default)]
+struct ExportCaches(HashMap<GroupSpec, Weak<Mutex<ExportCache>>>);
+
+impl ExportCaches {
+    fn for_spec(&mut self, spec: &GroupSpec) -> Arc<Mutex<ExportCache>> {
+        let key = GroupSpec {
+            name: String::new(),
+            ..spec.clone()
+        };
+        if let Some(c) = self.0.get(&key).and_then(Weak::upgrade) {
+            return c;
+        }
+        // Those of groups gone are dropped with them; their entries go here.
+        self.0.retain(|_, c| c.strong_count() > 0);
+        let c = Arc::new(Mutex::new(ExportCache::default()));
+        self.0.insert(key, Arc::downgrade(&c));
+        c
+    }
+}
+
+/// One lock a batch, never contended: the shard thread alone uses its caches.
+fn locked(c: &Mutex<ExportCache>) -> std::sync::MutexGuard<'_, ExportCache> {
+    c.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// What a group advertises from this shard, kept as best paths change. A group new to the
@@ -110,6 +139,7 @@ pub(super) struct ShardWorker {
     index: usize,
     shard: Shard,
     groups: BTreeMap<GroupId, GroupState>,
+    caches: ExportCaches,
     walks: VecDeque<Walk>,
     dumps: VecDeque<DumpWalk>,
     out: Out,
@@ -198,6 +228,7 @@ impl ShardWorker {
             index,
             shard: Shard::new(config.options),
             groups: BTreeMap::new(),
+            caches: ExportCaches::default(),
             walks: VecDeque::new(),
             dumps: VecDeque::new(),
             out,
@@ -237,7 +268,7 @@ impl ShardWorker {
                 GroupState {
                     spec: spec.clone(),
                     update_thread: place(*id),
-                    cache: ExportCache::default(),
+                    cache: self.caches.for_spec(spec),
                     members: *members,
                     advertised: Advertised::counting(),
                     moving_in: 0,
@@ -387,9 +418,10 @@ impl ShardWorker {
                 // entries with a million attribute sets), and every tick cost 5% of the CPU.
                 if self.last_sweep.elapsed() >= CACHE_SWEEP {
                     self.last_sweep = std::time::Instant::now();
-                    for g in self.groups.values_mut() {
-                        if g.cache.len() > 4096 {
-                            g.cache.sweep();
+                    for c in self.caches.0.values().filter_map(Weak::upgrade) {
+                        let mut cache = locked(&c);
+                        if cache.len() > 4096 {
+                            cache.sweep();
                         }
                     }
                 }
@@ -640,7 +672,7 @@ impl ShardWorker {
                     return None;
                 }
                 let src = self.shard.peer(best.peer);
-                let e = g.cache.get(&g.spec, &src, best.peer, &best.attrs, p)?;
+                let e = locked(&g.cache).get(&g.spec, &src, best.peer, &best.attrs, p)?;
                 view.paths
                     .retain(|v| matches!(v.state, PathState::Active { .. }));
                 Some((e, g.spec.params))
@@ -655,9 +687,10 @@ impl ShardWorker {
     }
 
     fn add_member(&mut self, m: Membership, token: u64, previous: Option<Previous>) {
+        let caches = &mut self.caches;
         self.groups
             .entry(m.group)
-            .or_insert_with(|| GroupState::new(&m))
+            .or_insert_with(|| GroupState::new(&m, caches))
             .members += 1;
         self.start_dump(m.group, m.member, token, previous);
     }
@@ -713,6 +746,7 @@ impl ShardWorker {
             advertised,
             ..
         } = g;
+        let mut cache = locked(cache);
         advertised.walk = shard.count_step(from, WALK_BUDGET, |prefix, best| {
             let src = shard.peer(best.peer);
             if cache
@@ -799,6 +833,7 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         moving_in,
         ..
     } = g;
+    let mut cache = locked(cache);
     let mut export = |p: &Option<ribshard_rib::Path>, prefix| -> Option<Arc<Exported>> {
         let p = p.as_ref()?;
         let src = shard.peer(p.peer);
@@ -920,4 +955,46 @@ pub(super) fn thread_cpu_seconds() -> f64 {
         return 0.0;
     }
     ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ribshard_rib::GroupKind;
+
+    fn spec(name: &str, next_hop_self: bool) -> GroupSpec {
+        GroupSpec {
+            name: name.into(),
+            kind: GroupKind::Internal {
+                client_cluster: Some(1),
+            },
+            local_as: 65000,
+            global_as: None,
+            peer_as: 65000,
+            router_id: std::net::Ipv4Addr::new(192, 0, 2, 1),
+            next_hop_self,
+            local_v4: None,
+            local_v6: None,
+            export: Arc::new(ribshard_policy::Chain::accept_all()),
+            params: Default::default(),
+            families: [true, true],
+            role: None,
+        }
+    }
+
+    /// Groups that differ only in name share an export cache; any other difference, or a
+    /// cache whose groups are all gone, gives a new one.
+    #[test]
+    fn groups_alike_but_for_name_share_an_export_cache() {
+        let mut caches = ExportCaches::default();
+        let a = caches.for_spec(&spec("clients-a", false));
+        let b = caches.for_spec(&spec("clients-b", false));
+        assert!(Arc::ptr_eq(&a, &b));
+        let c = caches.for_spec(&spec("clients-a", true));
+        assert!(!Arc::ptr_eq(&a, &c));
+        drop((a, b));
+        let d = caches.for_spec(&spec("clients-a", false));
+        assert_eq!(Arc::strong_count(&d), 1, "a new cache");
+        assert_eq!(caches.0.len(), 2, "the dropped one's entry removed");
+    }
 }
