@@ -570,16 +570,19 @@ impl UpdateGroup {
             return;
         };
         tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
-        let own: Vec<(u32, Option<Outgoing>)> = apart
-            .iter()
-            .map(|&p| {
-                let withdrawn: Vec<Entry> = entries
-                    .iter()
-                    .filter(|e| e.exported.is_some() && e.source == p)
-                    .map(|e| Entry::withdraw(e.prefix))
-                    .collect();
-                (p, self.encode(&withdrawn))
-            })
+        // Each source member's prefixes, found in one pass over the batch.
+        let mut by_source: HashMap<u32, Vec<Entry>> = HashMap::new();
+        for e in entries.iter().filter(|e| e.exported.is_some()) {
+            if apart.contains(&e.source) {
+                by_source
+                    .entry(e.source)
+                    .or_default()
+                    .push(Entry::withdraw(e.prefix));
+            }
+        }
+        let own: Vec<(u32, Option<Outgoing>)> = by_source
+            .into_iter()
+            .map(|(p, withdrawn)| (p, self.encode(&withdrawn)))
             .collect();
         for m in &mut self.members {
             if following(m) {
