@@ -8,7 +8,8 @@ use crate::pipeline::Membership;
 use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
 use ribshard_rib::{DumpKey, DumpOrder, ExportCache, Exported, GroupSpec, Position};
 use ribshard_wire::{Family, Prefix};
-use std::collections::HashSet;
+// foldhash (hashbrown's default), as the shard's own table: these are the shard's prefixes.
+use hashbrown::HashMap;
 use std::sync::Arc;
 
 pub(super) struct DumpWalk {
@@ -23,9 +24,13 @@ pub(super) struct DumpWalk {
     /// Where it is: a set, and a prefix in it.
     at: (usize, usize),
     started: bool,
-    /// Prefixes whose best path changed since the walk began: read again when reached (the
-    /// member follows live changes since DumpBegin, so the walk must send what is now).
-    changed: HashSet<Prefix>,
+    /// Prefixes whose best path changed since the walk began, each with whether the group
+    /// has sent it live since. The members follow the live changes from DumpBegin, so one
+    /// sent live is held as it is now and the walk skips it (sending it again cost every
+    /// client of a reflector each prefix twice after a clear); one changed without being
+    /// sent (its export did not change, and the members may not have it) is read again
+    /// when reached.
+    changed: HashMap<Prefix, bool>,
     /// A member moved in from another spec: what that spec exported is compared with.
     previous: Option<Before>,
     /// What the group advertises of the prefixes walked so far: a group new to the shard
@@ -77,9 +82,23 @@ impl DumpWalk {
         }
     }
 
-    /// Notes prefixes whose best path changed: read again when the walk reaches them.
+    /// Notes prefixes whose best path changed: read again when the walk reaches them,
+    /// unless sent live meanwhile ([`DumpWalk::sent_live`]).
     pub(super) fn changed(&mut self, prefixes: impl IntoIterator<Item = Prefix>) {
-        self.changed.extend(prefixes);
+        for p in prefixes {
+            self.changed.entry(p).or_insert(false);
+        }
+    }
+
+    /// Notes prefixes the group has just sent live: the members have them as they are.
+    pub(super) fn sent_live(&mut self, prefixes: impl IntoIterator<Item = Prefix>) {
+        for p in prefixes {
+            self.changed.insert(p, true);
+        }
+    }
+
+    pub(super) fn group(&self) -> GroupId {
+        self.group
     }
 }
 
@@ -202,7 +221,7 @@ impl ShardWorker {
             order,
             at: (0, 0),
             started: false,
-            changed: HashSet::new(),
+            changed: HashMap::new(),
             tally: Advertised::default(),
             previous: previous.map(|p| Before {
                 specs: p
@@ -267,7 +286,12 @@ impl ShardWorker {
                         continue;
                     };
                     let p = &prefix;
-                    let (now, before, source) = if d.changed.contains(p) {
+                    let changed_here = d.changed.get(p).copied();
+                    if changed_here == Some(true) && d.previous.is_none() {
+                        continue;
+                    }
+                    let changed_here = changed_here.is_some();
+                    let (now, before, source) = if changed_here {
                         // Changed since the walk began: as it is now, and whatever the member
                         // had of it before is not known.
                         match shard.reported(p) {
@@ -296,7 +320,6 @@ impl ShardWorker {
                         };
                         (now, before, set.key.1)
                     };
-                    let changed_here = d.changed.contains(p);
                     if now.is_some() && !changed_here {
                         if let Some(n) = tally.get_mut(p.family().index()) {
                             *n += 1;

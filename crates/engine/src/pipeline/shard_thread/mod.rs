@@ -777,6 +777,9 @@ impl ShardWorker {
         let mut out: Vec<(usize, GroupId, Vec<Entry>)> = Vec::new();
         for (id, g) in self.groups.iter_mut() {
             let entries = group_entries(&self.shard, g, &changes);
+            for d in self.dumps.iter_mut().filter(|d| d.group() == *id) {
+                d.sent_live(entries.iter().map(|e| e.prefix));
+            }
             if entries.len() <= BATCH {
                 if !entries.is_empty() {
                     out.push((g.update_thread, *id, entries));
