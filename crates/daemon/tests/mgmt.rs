@@ -633,6 +633,35 @@ fn show_and_clear_commands_with_bird_peers() {
     let sent = nb[0].last_notification_sent.as_ref().unwrap();
     assert_eq!((sent.code, sent.subcode), (6, 4));
     assert_eq!(sent.message.as_deref(), Some("cleared by an operator"));
+    // clear all (hard): with every session down, advertising waits again, as at start, for
+    // both BIRDs' End-of-RIB; then B gets the table again, once.
+    let (_, ok) = cli(&sock, &["clear", "bgp", "neighbor", "all"]);
+    assert!(ok);
+    assert!(
+        wait(30, || log_of(&dir).contains("every neighbor went down")),
+        "{}",
+        log_of(&dir)
+    );
+    assert!(
+        wait(30, || a.established("ribsh")
+            && b.established("ribsh")
+            && bird_routes(&b).first().is_some_and(|r| r.0 == 2)
+            && log_of(&dir).matches("update-delay over").count() == 2),
+        "{}\n{}",
+        b.cmd("show protocols all ribsh"),
+        log_of(&dir)
+    );
+    assert!(
+        wait(10, || try_json::<Summary>(
+            &sock,
+            &["show", "bgp", "summary"]
+        )
+        .is_some_and(
+            |s| s.update_delay.is_none() && s.tables.first().is_some_and(|t| t.total_paths == 5)
+        )),
+        "{}",
+        log_of(&dir)
+    );
     // configure reload of the unchanged file changes nothing.
     let (text, ok) = cli(&sock, &["configure", "reload"]);
     assert!(ok && text.starts_with("configuration unchanged"), "{text}");
@@ -866,12 +895,17 @@ fn show_bgp_summary_says_while_advertising_waits() {
     );
     let d = summary().update_delay.unwrap_or_default();
     assert_eq!(
-        (d.neighbors_not_up, d.neighbors_loading, d.max_delay_seconds),
-        (1, 0, 60)
+        (
+            d.neighbors_not_up,
+            d.neighbors_loading,
+            d.max_delay_seconds,
+            d.reason.as_str()
+        ),
+        (1, 0, 60, "start")
     );
     let (text, _) = cli(&sock, &["show", "bgp", "summary"]);
     assert!(
-        text.contains("Advertising deferred (update-delay)"),
+        text.contains("Advertising deferred (update-delay, since start)"),
         "{text}"
     );
     assert!(log_of(&dir).contains("update-delay: advertising waits"));

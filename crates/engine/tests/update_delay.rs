@@ -6,7 +6,9 @@ mod pipeline_fixture;
 
 use pipeline_fixture::*;
 use ribshard_adjout::MemberId;
-use ribshard_engine::pipeline::{Batcher, Joined, Pipeline, PipelineConfig, UpdateDelay};
+use ribshard_engine::pipeline::{
+    Batcher, DeferralStart, Joined, Pipeline, PipelineConfig, UpdateDelay,
+};
 use ribshard_rib::Options;
 use ribshard_wire::{Family, Nlri, Prefix};
 use std::collections::{BTreeSet, HashMap};
@@ -223,6 +225,98 @@ fn a_reshard_ends_the_deferral() {
     p.reconfigure(2, 2);
     assert!(p.deferral_status().is_none());
     p.barrier();
+    assert_eq!(member_table(&sink).len(), 3);
+    p.stop();
+}
+
+/// Once every neighbor has gone down (a `clear bgp neighbor all`), advertising waits again,
+/// as at start, for the neighbors that were up; one neighbor going down while another stays
+/// up changes nothing.
+#[test]
+fn every_neighbor_down_defers_advertising_again() {
+    for (shards, uts) in [(1, 0), (2, 2)] {
+        let p = start_deferred(
+            shards,
+            uts,
+            bounds(60_000, 60_000),
+            &[0, member_peer(MEMBER)],
+        );
+        let mut pool = Pool(HashMap::new());
+        let (first, joined) = member_and_upstream(&p, &mut pool, true);
+        send_all(&p, p.deferral_end_of_rib(0));
+        p.barrier();
+        assert_eq!(first.messages(), 3, "{shards}x{uts}");
+        // The upstream flaps with the member up: no deferral, its routes go and come back.
+        send_all(&p, p.peer_down(0, None, None));
+        send_all(&p, p.deferral_down(0));
+        assert!(
+            p.deferral_status().is_none(),
+            "{shards}x{uts}: one still up"
+        );
+        send_all(&p, p.peer_up(0, upstream(0), None).0);
+        send_all(&p, p.deferral_up(0, true));
+        let mut b = Batcher::new(0, p.shards());
+        b.announce(&pool.get(0, 0, Family::Ipv4Unicast), Nlri::new(prefix(1)));
+        flush(&p, &mut b);
+        p.barrier();
+        assert_eq!(member_table(&first), BTreeSet::from([prefix(1)]));
+        // Now both go down: the last one starts the deferral again.
+        let peer = member_peer(MEMBER);
+        send_all(&p, p.peer_down(peer, None, Some(joined)));
+        send_all(&p, p.deferral_down(peer));
+        send_all(&p, p.peer_down(0, None, None));
+        send_all(&p, p.deferral_down(0));
+        let status = p.deferral_status().expect("deferred again");
+        assert_eq!(status.began, DeferralStart::AllDown);
+        // Both come back; the upstream sends its table over several batches.
+        let second = TestSink::new();
+        let id = MemberId { peer, epoch: 2 };
+        send_all(
+            &p,
+            p.peer_up(
+                peer,
+                upstream(2),
+                Some((spec(MEMBER), id, Box::new(second.clone()))),
+            )
+            .0,
+        );
+        send_all(&p, p.deferral_up(peer, false));
+        send_all(&p, p.peer_up(0, upstream(0), None).0);
+        send_all(&p, p.deferral_up(0, true));
+        for i in 1..=4 {
+            b.announce(&pool.get(0, 0, Family::Ipv4Unicast), Nlri::new(prefix(i)));
+            flush(&p, &mut b);
+        }
+        p.barrier();
+        assert_eq!(
+            second.messages(),
+            0,
+            "{shards}x{uts}: held until End-of-RIB"
+        );
+        let over = p.deferral_end_of_rib(0);
+        assert!(!over.is_empty(), "{shards}x{uts}: its End-of-RIB ends it");
+        send_all(&p, over);
+        p.barrier();
+        // The table whole in one UPDATE (one attribute set), End-of-RIB for each family.
+        assert_eq!(second.messages(), 3, "{shards}x{uts}");
+        assert_eq!(member_table(&second).len(), 4, "{shards}x{uts}");
+        p.stop();
+    }
+}
+
+/// A neighbor removed from the configuration is not waited for.
+#[test]
+fn a_removed_neighbor_is_not_waited_for() {
+    let p = start_deferred(2, 2, bounds(60_000, 60_000), &[0, 5, member_peer(MEMBER)]);
+    let mut pool = Pool(HashMap::new());
+    let (sink, _) = member_and_upstream(&p, &mut pool, true);
+    assert!(
+        p.deferral_end_of_rib(0).is_empty(),
+        "neighbor 5 is waited for"
+    );
+    p.deferral_forget(5);
+    // The tick ends it (the deferral's news came before the neighbor was removed).
+    wait_for_messages(&sink, 3, Duration::from_secs(10));
     assert_eq!(member_table(&sink).len(), 3);
     p.stop();
 }

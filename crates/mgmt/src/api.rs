@@ -17,16 +17,19 @@ pub struct Summary {
     pub down_peers: usize,
     pub tables: Vec<TablePaths>,
     pub neighbors: Vec<NeighborSummary>,
-    /// While advertising waits after start for neighbors' tables (`[bgp.update-delay]`);
-    /// absent once it has begun.
+    /// While advertising waits for neighbors' tables (`[bgp.update-delay]`: after start, and
+    /// after every neighbor has gone down); absent once it has begun.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_delay: Option<UpdateDelayStatus>,
 }
 
-/// The start-up deferral under way.
+/// The advertisement deferral under way.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct UpdateDelayStatus {
-    /// Since start.
+    /// Why it began: `start`, or `all-neighbors-down` (every neighbor had gone down).
+    #[serde(default)]
+    pub reason: String,
+    /// Since it began.
     pub elapsed_seconds: f64,
     pub max_delay_seconds: u64,
     pub establish_wait_seconds: u64,

@@ -6,7 +6,7 @@ mod routes;
 mod text;
 
 use crate::state::{unix, Daemon, Live};
-use ribshard_engine::pipeline::{ShardStats, UpdateThreadStats};
+use ribshard_engine::pipeline::{DeferralStart, ShardStats, UpdateThreadStats};
 use ribshard_engine::session::{Clear, SessionError, SessionStatus, Stamped};
 use ribshard_engine::telemetry::{self, HistogramSnapshot, BUCKETS};
 use ribshard_engine::PeerSettings;
@@ -373,6 +373,11 @@ impl Backend for Api {
             neighbors,
             update_delay: self.daemon.pipeline.deferral_status().map(|d| {
                 ribshard_mgmt::api::UpdateDelayStatus {
+                    reason: match d.began {
+                        DeferralStart::Start => "start",
+                        DeferralStart::AllDown => "all-neighbors-down",
+                    }
+                    .into(),
                     elapsed_seconds: d.seconds,
                     max_delay_seconds: d.max_delay.as_secs(),
                     establish_wait_seconds: d.establish_wait.as_secs(),

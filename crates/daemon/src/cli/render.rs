@@ -82,7 +82,12 @@ pub fn summary(s: &Summary) -> String {
     if let Some(d) = &s.update_delay {
         let _ = writeln!(
             o,
-            "Advertising deferred (update-delay) for {:.0} s: waiting for End-of-RIB from {} neighbor(s), {} not up (waited for until {} s), {} loaded; advertising starts at {} s at the latest",
+            "Advertising deferred (update-delay, {}) for {:.0} s: waiting for End-of-RIB from {} neighbor(s), {} not up (waited for until {} s), {} loaded; advertising starts at {} s at the latest",
+            if d.reason == "all-neighbors-down" {
+                "every neighbor went down"
+            } else {
+                "since start"
+            },
             d.elapsed_seconds,
             d.neighbors_loading,
             d.neighbors_not_up,
@@ -661,6 +666,7 @@ mod tests {
         };
         let mut deferred = s.clone();
         deferred.update_delay = Some(ribshard_mgmt::api::UpdateDelayStatus {
+            reason: "start".into(),
             elapsed_seconds: 3.2,
             max_delay_seconds: 120,
             establish_wait_seconds: 5,
@@ -669,7 +675,7 @@ mod tests {
             neighbors_loaded: 0,
         });
         assert!(summary(&deferred).contains(
-            "\nAdvertising deferred (update-delay) for 3 s: waiting for End-of-RIB from 1 neighbor(s), 1 not up (waited for until 5 s), 0 loaded; advertising starts at 120 s at the latest\n"
+            "\nAdvertising deferred (update-delay, since start) for 3 s: waiting for End-of-RIB from 1 neighbor(s), 1 not up (waited for until 5 s), 0 loaded; advertising starts at 120 s at the latest\n"
         ));
         let want = "\
 Threading mode: RIB sharding (2 shards) + update threading (2 threads)

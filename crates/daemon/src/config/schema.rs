@@ -105,8 +105,9 @@ with_peer_settings! {
     }
 }
 
-/// `[bgp.update-delay]` (FRR's `update-delay`): after start, advertise to no one until every
-/// neighbor that came up has sent End-of-RIB, so downstreams get each prefix once.
+/// `[bgp.update-delay]` (FRR's `update-delay`): after start, and after every neighbor has gone
+/// down, advertise to no one until every neighbor that came up has sent End-of-RIB, so
+/// downstreams get each prefix once.
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "kebab-case")]
 pub struct UpdateDelay {

@@ -40,7 +40,7 @@ mod shard_thread;
 mod update_thread;
 
 pub use batcher::Batcher;
-pub use deferral::{DeferralEnd, DeferralStatus, UpdateDelay};
+pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
 pub use lanes::{reserve, Lanes};
 pub use messages::{
     Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
@@ -55,6 +55,7 @@ use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::{GroupSpec, Options, PeerIndex, PeerInfo, Shard};
 use ribshard_wire::Family;
 use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{mpsc as std_mpsc, Arc, Mutex, RwLock};
 use std::thread::JoinHandle;
@@ -124,8 +125,16 @@ pub struct Pipeline {
     /// daemon shutting down, every pipeline benchmark) would otherwise wait up to a tick.
     stop_ticker: Mutex<Option<std_mpsc::Sender<()>>>,
     telemetry: Arc<Telemetry>,
-    /// The start-up advertisement deferral while it lasts ([`Pipeline::start_deferred`]).
+    /// The advertisement deferral while it lasts ([`Pipeline::start_deferred`]).
     deferral: Arc<Mutex<Option<deferral::Deferral>>>,
+    /// Whether the shards hold new members back: set with a deferral, cleared as it ends,
+    /// read by a shard as a member comes up. A flag rather than a message, so a deferral
+    /// started as the last neighbor goes down can never reach shards that a re-shard
+    /// started after it ended (they would hold members with no end to come).
+    deferring: Arc<AtomicBool>,
+    /// The neighbors up, with update-delay on: when the last goes down, the deferral
+    /// starts again.
+    neighbors: Mutex<Option<deferral::Neighbors>>,
 }
 
 impl Pipeline {
@@ -142,16 +151,20 @@ impl Pipeline {
         update_delay: Option<(UpdateDelay, Vec<PeerIndex>)>,
     ) -> Arc<Pipeline> {
         let config = config.normalized();
-        let deferral = Arc::new(Mutex::new(
-            update_delay.map(|(bounds, peers)| deferral::Deferral::new(bounds, peers)),
-        ));
+        let neighbors = update_delay
+            .as_ref()
+            .map(|(bounds, _)| deferral::Neighbors::new(*bounds));
+        let deferral = Arc::new(Mutex::new(update_delay.map(|(bounds, peers)| {
+            deferral::Deferral::new(bounds, peers, DeferralStart::Start)
+        })));
+        let deferring = Arc::new(AtomicBool::new(lock(&deferral).is_some()));
         let tables = (0..config.shards)
             .map(|_| Shard::new(config.options))
             .collect();
         let telemetry = Arc::new(Telemetry::default());
         let generation = Generation {
             epoch: 0,
-            deferring: lock(&deferral).is_some(),
+            deferring: deferring.clone(),
         };
         let (lanes, threads) = spawn_threads(
             config,
@@ -168,7 +181,7 @@ impl Pipeline {
         let (stop_ticker, stopped) = std_mpsc::channel::<()>();
         let ticker = {
             let lanes = lanes.clone();
-            let deferral = deferral.clone();
+            let (deferral, deferring) = (deferral.clone(), deferring.clone());
             spawn("rs-tick".into(), move || {
                 let work = register(ThreadKind::Ticker, 0);
                 while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
@@ -176,7 +189,7 @@ impl Pipeline {
                     let l = read_lanes(&lanes);
                     tick(&l.shards, &l.updates);
                     // The deferral's time bounds (its other ends come with sessions' news).
-                    if end_deferral(&deferral, |_| {}) {
+                    if end_deferral(&deferral, &deferring, |_| {}) {
                         for r in l.broadcast(Broadcast::AdvertiseNow) {
                             l.send_blocking(r.target);
                         }
@@ -194,6 +207,8 @@ impl Pipeline {
             stop_ticker: Mutex::new(Some(stop_ticker)),
             telemetry,
             deferral,
+            deferring,
+            neighbors: Mutex::new(neighbors),
         })
     }
 
@@ -209,6 +224,9 @@ impl Pipeline {
     /// advertised the capability, so its End-of-RIB is waited for (RFC 4724 section 4.1).
     /// Returns the messages that end the deferral, if this ends it.
     pub fn deferral_up(&self, peer: PeerIndex, graceful_restart: bool) -> Vec<Routed> {
+        if let Some(n) = lock(&self.neighbors).as_mut() {
+            n.up(peer);
+        }
         self.deferral_news(|d| d.up(peer, graceful_restart))
     }
 
@@ -217,13 +235,33 @@ impl Pipeline {
         self.deferral_news(|d| d.end_of_rib(peer))
     }
 
-    /// A neighbor left Established (see [`Pipeline::deferral_up`]).
+    /// A neighbor left Established (see [`Pipeline::deferral_up`]). The last one up going
+    /// down starts the deferral again ([`deferral::Neighbors`]).
     pub fn deferral_down(&self, peer: PeerIndex) -> Vec<Routed> {
-        self.deferral_news(|d| d.down(peer))
+        let out = self.deferral_news(|d| d.down(peer));
+        let again = lock(&self.neighbors).as_mut().and_then(|n| n.down(peer));
+        if let Some(d) = again {
+            let mut current = lock(&self.deferral);
+            if current.is_none() {
+                *current = Some(d);
+                self.deferring.store(true, Ordering::Release);
+            }
+        }
+        out
+    }
+
+    /// A neighbor removed from the configuration: a deferral no longer waits for it.
+    pub fn deferral_forget(&self, peer: PeerIndex) {
+        if let Some(n) = lock(&self.neighbors).as_mut() {
+            n.forget(peer);
+        }
+        if let Some(d) = lock(&self.deferral).as_mut() {
+            d.forget(peer);
+        }
     }
 
     fn deferral_news(&self, news: impl FnOnce(&mut deferral::Deferral)) -> Vec<Routed> {
-        if end_deferral(&self.deferral, news) {
+        if end_deferral(&self.deferral, &self.deferring, news) {
             self.lanes().broadcast(Broadcast::AdvertiseNow)
         } else {
             Vec::new()
@@ -499,6 +537,7 @@ impl Pipeline {
         // A re-shard starts advertising: the old shards let their held members in, and the
         // new ones start without a deferral.
         if let Some(d) = lock(&self.deferral).take() {
+            self.deferring.store(false, Ordering::Release);
             d.log_end(DeferralEnd::Reshard);
             for r in old.broadcast(Broadcast::AdvertiseNow) {
                 old.send_blocking(r.target);
@@ -563,7 +602,7 @@ impl Pipeline {
         // The deferral ended above: the new shards hold no one back.
         let generation = Generation {
             epoch: old.epoch + 1,
-            deferring: false,
+            deferring: self.deferring.clone(),
         };
         let (lanes, handles) = spawn_threads(
             config,
@@ -679,12 +718,11 @@ fn surrender<M>(
 
 /// Starts shard threads over these tables (update groups known to the shards as
 /// `shard_groups`) and update threads with these groups, placed by `placement`.
-/// A new set of threads: its epoch, and whether its shards hold new members back (the
-/// start-up deferral).
-#[derive(Clone, Copy)]
+/// A new set of threads: its epoch, and the flag that tells its shards to hold new members
+/// back ([`Pipeline::deferring`]).
 struct Generation {
     epoch: u64,
-    deferring: bool,
+    deferring: Arc<AtomicBool>,
 }
 
 fn spawn_threads(
@@ -743,7 +781,7 @@ fn spawn_threads(
             (update_tx.clone(), update_queues.clone()),
             inline.take(),
             telemetry.clone(),
-            deferring,
+            deferring.clone(),
         );
         w.resume(table, shard_groups, &place);
         let q = shard_queues.get(i).cloned().unwrap_or_default();
@@ -770,6 +808,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 /// is over now; true if it ended here (the caller tells the shards).
 fn end_deferral(
     deferral: &Mutex<Option<deferral::Deferral>>,
+    deferring: &AtomicBool,
     news: impl FnOnce(&mut deferral::Deferral),
 ) -> bool {
     let mut guard = lock(deferral);
@@ -782,6 +821,7 @@ fn end_deferral(
     };
     d.log_end(why);
     *guard = None;
+    deferring.store(false, Ordering::Release);
     true
 }
 

@@ -385,6 +385,10 @@ impl Sessions {
                 }
             }
         }
+        // A deferral of advertising no longer waits for it.
+        if let Some(p) = &self.pipeline {
+            p.deferral_forget(i as u32);
+        }
         let _ = h.tx.send(Control::Stop(Stop::Cease(subcode))).await;
         // Its task stays, idle: what it still has queued for the pipeline (its PeerDown,
         // the withdrawal of its routes) must get there.

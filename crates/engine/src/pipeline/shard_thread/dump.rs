@@ -142,15 +142,13 @@ impl ShardWorker {
         token: u64,
         previous: Option<Previous>,
     ) {
-        if let Some(held) = &mut self.held_members {
-            // Held back by the start-up deferral: the dump waits for it to end.
-            if let Some(h) = held.iter_mut().find(|h| h.0.member == member) {
-                if h.0.group == group {
-                    h.1 = token;
-                    h.2 = previous;
-                }
-                return;
+        // Held back while advertising is deferred: the dump waits for it to end.
+        if let Some(h) = self.held_members.iter_mut().find(|h| h.0.member == member) {
+            if h.0.group == group {
+                h.1 = token;
+                h.2 = previous;
             }
+            return;
         }
         let Some(t) = self.groups.get(&group).map(|g| g.update_thread) else {
             return;
@@ -237,11 +235,9 @@ impl ShardWorker {
     /// A member moves to another group (its export policy changed): the shard learns the
     /// new group and sends the old one the member's changes until the new group's dump.
     pub(super) fn regroup(&mut self, member: MemberId, from: GroupId, to: Membership) {
-        if let Some(held) = &mut self.held_members {
-            if let Some(h) = held.iter_mut().find(|h| h.0.member == member) {
-                h.0 = to;
-                return;
-            }
+        if let Some(h) = self.held_members.iter_mut().find(|h| h.0.member == member) {
+            h.0 = to;
+            return;
         }
         let caches = &mut self.caches;
         self.groups

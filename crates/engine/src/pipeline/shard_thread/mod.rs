@@ -20,6 +20,7 @@ use ribshard_rib::{
 };
 use ribshard_wire::Prefix;
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 use tokio::sync::mpsc;
@@ -167,9 +168,12 @@ pub(super) struct ShardWorker {
     loaded: bool,
     /// The size of the last chunk rendered, and a little more: the next one's buffer.
     rendered_hint: usize,
-    /// During the start-up deferral, the members that came up, held back (`None` once
-    /// advertising has started): the shard decides meanwhile but exports to no one.
-    held_members: Option<Vec<Held>>,
+    /// Set while the pipeline defers advertising ([`super::UpdateDelay`]: at start, and once
+    /// every neighbor has gone down); read as each member comes up.
+    deferring: Arc<AtomicBool>,
+    /// The members that came up while advertising was deferred, held back until
+    /// [`Broadcast::AdvertiseNow`]: the shard decides meanwhile but exports to none of them.
+    held_members: Vec<Held>,
     /// Members moving to another group ([`Broadcast::Regroup`]), each move as (from, to)
     /// in order: the group they come from goes on getting their changes until their dump
     /// in the new group starts.
@@ -215,7 +219,7 @@ impl ShardWorker {
         updates: (Vec<mpsc::Sender<ToUpdate>>, Vec<Arc<QueueStats>>),
         inline: Option<UpdateWorker>,
         telemetry: Arc<Telemetry>,
-        deferring: bool,
+        deferring: Arc<AtomicBool>,
     ) -> ShardWorker {
         let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
@@ -247,7 +251,8 @@ impl ShardWorker {
             load_routing: std::time::Duration::ZERO,
             loaded: false,
             rendered_hint: 0,
-            held_members: deferring.then(Vec::new),
+            deferring,
+            held_members: Vec::new(),
             moving: HashMap::new(),
         }
     }
@@ -441,17 +446,19 @@ impl ShardWorker {
         match b {
             Broadcast::PeerUp { peer, info, member } => {
                 self.shard.set_peer(peer, info);
-                match (member, &mut self.held_members) {
-                    (Some(m), Some(held)) => held.push((m, 0, None)),
-                    (Some(m), None) => self.add_member(m, 0, None),
-                    (None, _) => {}
+                match member {
+                    Some(m) if self.deferring.load(Ordering::Acquire) => {
+                        self.held_members.push((m, 0, None));
+                    }
+                    Some(m) => self.add_member(m, 0, None),
+                    None => {}
                 }
             }
             Broadcast::AdvertiseNow => {
                 // What is decided so far goes into the table dumps, not out as changes
-                // ahead of them (no group is here yet to export to).
+                // ahead of them (the held members are in no group yet).
                 self.drain();
-                for (m, token, previous) in self.held_members.take().unwrap_or_default() {
+                for (m, token, previous) in std::mem::take(&mut self.held_members) {
                     self.add_member(m, token, previous);
                 }
             }
@@ -467,11 +474,10 @@ impl ShardWorker {
                 let w = self.shard.walk(peer, op);
                 self.walks.push_back(w);
                 if let Some((group, id)) = member {
-                    match &mut self.held_members {
-                        Some(held) if held.iter().any(|h| h.0.member == id) => {
-                            held.retain(|h| h.0.member != id);
-                        }
-                        _ => self.remove_member(group),
+                    if self.held_members.iter().any(|h| h.0.member == id) {
+                        self.held_members.retain(|h| h.0.member != id);
+                    } else {
+                        self.remove_member(group);
                     }
                     // Gone while moving: its old groups have it no more either.
                     for (from, _) in self.moving.remove(&id).unwrap_or_default() {
