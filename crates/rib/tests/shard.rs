@@ -137,6 +137,8 @@ enum Op {
         peer: u32,
     },
     Drain,
+    /// Decided with no one told ([`Shard::decide_unreported`]).
+    Quiet,
 }
 
 fn op() -> impl Strategy<Value = Op> {
@@ -145,6 +147,7 @@ fn op() -> impl Strategy<Value = Op> {
         3 => (0u32..4, 0u32..6, 0u32..2).prop_map(|(peer, prefix, path_id)| Op::Withdraw { peer, prefix, path_id }),
         1 => (0u32..4).prop_map(|peer| Op::PeerDown { peer }),
         2 => Just(Op::Drain),
+        1 => Just(Op::Quiet),
     ]
 }
 
@@ -185,7 +188,7 @@ proptest! {
         for o in &ops {
             let of = match *o {
                 Op::Announce { peer, .. } | Op::Withdraw { peer, .. } | Op::PeerDown { peer } => Some(peer),
-                Op::Drain => None,
+                Op::Drain | Op::Quiet => None,
             };
             let (mine, others): (Vec<_>, Vec<_>) = walks.drain(..).partition(|w| Some(w.peer) == of);
             walks = others;
@@ -216,6 +219,16 @@ proptest! {
                     walks.push(s.peer_down(peer));
                 }
                 Op::Drain => apply(&mut s, &mut loc_rib),
+                Op::Quiet => {
+                    s.decide_unreported();
+                    // What was decided unreported is the Loc-RIB later changes start from.
+                    for prefix in 0..6u32 {
+                        match s.reported(&p(prefix)) {
+                            Some(b) => { loc_rib.insert(p(prefix), (b.peer, b.path_id)); }
+                            None => { loc_rib.remove(&p(prefix)); }
+                        }
+                    }
+                }
             }
         }
         for mut w in walks {

@@ -863,8 +863,24 @@ impl Shard {
     /// Decides every prefix touched since the last call, once each, and returns those whose
     /// best path changed.
     pub fn drain_changes(&mut self) -> Vec<Change> {
+        let mut changes = Vec::with_capacity(self.journal.len());
+        self.decide(Some(&mut changes));
+        changes
+    }
+
+    /// Decides every prefix touched since the last call, as [`Shard::drain_changes`] does, for
+    /// a shard with no one to tell (no update group yet: the start-up deferral): the
+    /// changes are counted, not built. Returns how many best paths changed.
+    pub fn decide_unreported(&mut self) -> usize {
+        self.decide(None)
+    }
+
+    /// The decisions of [`Shard::drain_changes`]; the changes go into `changes` if given
+    /// (cloning two paths per change, which nobody reads while the start-up deferral holds
+    /// every member back). Returns how many best paths changed.
+    fn decide(&mut self, mut changes: Option<&mut Vec<Change>>) -> usize {
         let journal = std::mem::take(&mut self.journal);
-        let mut changes = Vec::with_capacity(journal.len());
+        let mut count = 0;
         let mut scratch = std::mem::take(&mut self.scratch);
         let deciding = Decider {
             peers: &self.peers,
@@ -882,22 +898,30 @@ impl Shard {
                 .best_of(&d.paths, &mut scratch)
                 .and_then(|i| d.paths.get(i));
             let changed = at_best.map(|p| p.arrival) != d.reported();
-            // Cloned only when it changed: a worse path arriving (half the second full
-            // table) leaves the best as it was.
-            let (best, old) = if changed {
-                (at_best.cloned(), d.reported_path().cloned())
-            } else {
-                (None, None)
-            };
             if changed {
-                if let Some(o) = &old {
-                    self.tally.set_active(o.peer, family, false);
+                count += 1;
+                let (best, old) = (
+                    at_best.map(|p| (p.peer, p.arrival)),
+                    d.reported_path().map(|p| p.peer),
+                );
+                // Cloned only when it changed and someone is told: a worse path arriving
+                // (half the second full table) leaves the best as it was.
+                if let Some(out) = changes.as_deref_mut() {
+                    out.push(Change {
+                        prefix,
+                        position: Position(at),
+                        old: d.reported_path().cloned(),
+                        best: at_best.cloned(),
+                    });
                 }
-                match &best {
-                    Some(b) => {
-                        d.reported = b.arrival;
+                if let Some(peer) = old {
+                    self.tally.set_active(peer, family, false);
+                }
+                match best {
+                    Some((peer, arrival)) => {
+                        d.reported = arrival;
                         d.has_reported = true;
-                        self.tally.set_active(b.peer, family, true);
+                        self.tally.set_active(peer, family, true);
                     }
                     None => d.has_reported = false,
                 }
@@ -906,17 +930,9 @@ impl Shard {
             if d.paths.is_empty() {
                 self.dests.remove_at(at);
             }
-            if changed {
-                changes.push(Change {
-                    prefix,
-                    position: Position(at),
-                    old,
-                    best,
-                });
-            }
         }
         self.scratch = scratch;
-        changes
+        count
     }
 }
 

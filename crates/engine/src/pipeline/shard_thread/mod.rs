@@ -771,6 +771,12 @@ impl ShardWorker {
             self.observe_decided();
             return;
         }
+        if self.groups.is_empty() && self.dumps.is_empty() {
+            // No one to tell (the start-up deferral): decided, not reported.
+            self.stats.changes += self.shard.decide_unreported() as u64;
+            self.observe_decided();
+            return;
+        }
         let changes = self.shard.drain_changes();
         self.stats.changes += changes.len() as u64;
         for d in self.dumps.iter_mut() {
