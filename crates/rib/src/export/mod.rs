@@ -28,6 +28,8 @@
 //! ones get the Partial bit (RFC 4271 section 5); towards a 2-octet AS speaker, AS4_PATH and
 //! AS4_AGGREGATOR carry what AS_TRANS hides (RFC 6793 section 4.2.2).
 
+mod raw;
+
 use crate::attrs::RouteAttrs;
 use crate::import::next_hop_bytes;
 use crate::shard::{PeerIndex, PeerInfo};
@@ -171,6 +173,26 @@ fn export_verdict(
         }
         GroupKind::RouteServer => {}
     }
+    // Without actions of the export policy, the common cases are made on the bytes.
+    if v.trace.is_empty() {
+        if let Some(e) = raw::export(spec, src, attrs, family) {
+            return Some(e);
+        }
+    }
+    export_decoded(spec, src, attrs, prefix, v)
+}
+
+/// The rest of [`export_verdict`], on the decoded attributes: any export policy action, and
+/// what [`raw::export`] leaves (it must give exactly these bytes where it answers).
+pub(crate) fn export_decoded(
+    spec: &GroupSpec,
+    src: &PeerInfo,
+    attrs: &RouteAttrs,
+    prefix: &Prefix,
+    v: &Verdict,
+) -> Option<Exported> {
+    let family = prefix.family();
+    let from_ibgp = !src.ebgp;
     let m = if v.trace.is_empty() {
         Modified {
             attrs: attrs.attributes(),
@@ -273,29 +295,17 @@ fn export_verdict(
     let received = set_next_hop.as_deref().unwrap_or(attrs.next_hop());
     let mp_next_hop: Box<[u8]> = match family {
         Family::Ipv4Unicast => {
-            let nh = if next_hop_self {
-                spec.local_v4.unwrap_or(spec.router_id)
-            } else {
-                <[u8; 4]>::try_from(received)
-                    .map(Ipv4Addr::from)
-                    .unwrap_or_else(|_| spec.local_v4.unwrap_or(spec.router_id))
-            };
-            a.set(AttrValue::NextHop(nh));
+            a.set(AttrValue::NextHop(ipv4_next_hop(
+                spec,
+                next_hop_self,
+                received,
+            )));
             Box::new([])
         }
         Family::Ipv6Unicast => {
             a.remove(attr::NEXT_HOP);
-            if next_hop_self || received.len() < 16 {
-                let v6 = spec
-                    .local_v6
-                    .unwrap_or_else(|| spec.local_v4.unwrap_or(spec.router_id).to_ipv6_mapped());
-                Box::new(v6.octets())
-            } else if spec.kind == GroupKind::RouteServer || from_ibgp || set_next_hop.is_some() {
-                received.into()
-            } else {
-                // A link-local next hop means nothing beyond its link: keep the global one.
-                received.get(..16).unwrap_or(received).into()
-            }
+            let whole = spec.kind == GroupKind::RouteServer || from_ibgp || set_next_hop.is_some();
+            ipv6_next_hop(spec, next_hop_self, received, whole)
         }
     };
     if !spec.params.four_octet_as {
@@ -308,6 +318,33 @@ fn export_verdict(
         attrs: out.into_boxed_slice(),
         mp_next_hop,
     })
+}
+
+/// The NEXT_HOP an IPv4 route goes with: ours, or the one received (4 octets; else ours).
+fn ipv4_next_hop(spec: &GroupSpec, next_hop_self: bool, received: &[u8]) -> Ipv4Addr {
+    let ours = spec.local_v4.unwrap_or(spec.router_id);
+    if next_hop_self {
+        return ours;
+    }
+    <[u8; 4]>::try_from(received)
+        .map(Ipv4Addr::from)
+        .unwrap_or(ours)
+}
+
+/// The MP_REACH_NLRI next hop of an IPv6 route: ours, or the one received, link-local part
+/// included only when `whole`.
+fn ipv6_next_hop(spec: &GroupSpec, next_hop_self: bool, received: &[u8], whole: bool) -> Box<[u8]> {
+    if next_hop_self || received.len() < 16 {
+        let v6 = spec
+            .local_v6
+            .unwrap_or_else(|| spec.local_v4.unwrap_or(spec.router_id).to_ipv6_mapped());
+        Box::new(v6.octets())
+    } else if whole {
+        received.into()
+    } else {
+        // A link-local next hop means nothing beyond its link: keep the global one.
+        received.get(..16).unwrap_or(received).into()
+    }
 }
 
 /// RFC 9234 section 5, egress, with `role` the one we take towards the receiver: false if
