@@ -52,6 +52,9 @@ pub fn one_line(r: &RunResult) -> String {
     }
     if let Some(t) = &r.through {
         let _ = write!(s, "  through {t}");
+        if let Some(c) = r.relay_cpu_s {
+            let _ = write!(s, " (relay cpu {c:.2} s)");
+        }
     }
     if r.policy {
         s.push_str("  with policy");
@@ -127,6 +130,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         received: Default::default(),
         receivers: Vec::new(),
         through: opts.through_bird.then(|| "bird2".to_string()),
+        relay_cpu_s: None,
         policy: opts.policy,
         policy_change: None,
     }

@@ -212,6 +212,10 @@ pub struct RunResult {
     /// `bird2` when each downstream was a real BIRD 2 relaying to the bench's receiver.
     #[serde(default)]
     pub through: Option<String>,
+    /// With relays: their CPU (user + system, all of them) during the timed phase, which
+    /// shares this machine's cores with the DUT and the generator.
+    #[serde(default)]
+    pub relay_cpu_s: Option<f64>,
     /// With the transit filter on import and a tagging export policy ([`crate::policy`]).
     #[serde(default)]
     pub policy: bool,
@@ -1012,7 +1016,15 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     } else {
         None
     };
+    let relay_cpu = || -> f64 {
+        relays
+            .iter()
+            .flatten()
+            .map(|r| crate::dut::cpu_seconds(r.pid()))
+            .sum()
+    };
     let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
+    let relay0 = relay_cpu();
     let clock = Clock { t0, quiet, timeout };
     let mut phase = timed_phase(plan, &sessions, &senders, &receivers, clock, dut)?;
     let show_loops = load.map(crate::show::Load::stop);
@@ -1020,6 +1032,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         dut.cpu_seconds() - cpu0,
         crate::dut::own_cpu_seconds() - gen0,
     );
+    let relay_cpu_s = opts.through_bird.then(|| relay_cpu() - relay0);
     tracing::info!(
         "learned in {:.2} s (converged: {})",
         phase.converge_s,
@@ -1242,6 +1255,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         received,
         receivers,
         through: opts.through_bird.then(|| "bird2".to_string()),
+        relay_cpu_s,
         policy: opts.policy,
         policy_change,
     };
