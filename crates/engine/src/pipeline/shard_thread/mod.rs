@@ -1,24 +1,26 @@
 //! A shard thread: owns one [`Shard`], applies batches, decides best paths once per batch of
 //! work, runs export per update group, and walks its table in bounded steps (peer down,
 //! graceful-restart stale marking, table dumps, counting what each group advertises)
-//! between messages. Questions ([`Query`]) are answered between the same messages, from
-//! the table as decided.
+//! between messages. Questions ([`super::Query`], module `query`) are answered between the
+//! same messages, from the table as decided.
 
 use super::lanes::blocking;
 use super::update_thread::UpdateWorker;
 use super::{
-    Broadcast, GroupCounts, Handover, Membership, PipelineConfig, Query, RouteChunk, RouteQuery,
-    Selection, ShardStats, ShownRoute, ToShard, ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
+    Broadcast, Handover, Membership, PipelineConfig, RouteChunk, RouteQuery, ShardStats, ToShard,
+    ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
 };
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 mod dump;
+mod query;
+
+use query::Selected;
 
 use dump::DumpWalk;
 use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
 use ribshard_rib::{
-    Change, ExportCache, Exported, GroupSpec, PathState, PeerIndex, Position, Shard, Walk, WalkOp,
+    Change, ExportCache, Exported, GroupSpec, PeerIndex, Position, Shard, Walk, WalkOp,
 };
-use ribshard_wire::Prefix;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, Weak};
@@ -194,21 +196,6 @@ const LOAD_WINDOW: std::time::Duration = std::time::Duration::from_millis(100);
 /// one chunk every [`QUERY_WAIT`] rather than every moment the queue is empty. A trickle of
 /// churn stays far below it, so steady-state show commands run at full speed.
 const LOADED_SHARE: f64 = 0.25;
-
-/// How many chunks one scan of a family selects for a walk.
-const SELECT_AHEAD: usize = 32;
-
-/// The rest of a walk's last selection: prefixes after `after`, in order, with where they
-/// were. Kept between questions, and used only by the walk that continues from `after`; a
-/// prefix added meanwhile may be missed, as by any walk of a live table.
-struct Selected {
-    family: ribshard_wire::Family,
-    within: ribshard_rib::Within,
-    after: Option<Prefix>,
-    list: VecDeque<(Prefix, Position)>,
-    /// The scan may have left prefixes beyond the list.
-    more: bool,
-}
 
 impl ShardWorker {
     /// A shard worker; without update threads it runs the update groups itself, in
@@ -518,178 +505,6 @@ impl ShardWorker {
                 }
             }
         }
-    }
-
-    fn answer(&mut self, q: Query) {
-        match q {
-            Query::Stats(reply) => {
-                let mut s = self.stats.clone();
-                s.prefixes = self.shard.prefixes();
-                s.paths = self.shard.paths();
-                s.families = [
-                    self.shard.family_counts(ribshard_wire::Family::Ipv4Unicast),
-                    self.shard.family_counts(ribshard_wire::Family::Ipv6Unicast),
-                ];
-                s.peers = self.shard.peer_counts().to_vec();
-                s.groups = self
-                    .groups
-                    .iter()
-                    .map(|(id, g)| GroupCounts {
-                        group: *id,
-                        advertised: g.advertised.walk.is_none().then_some(g.advertised.prefixes),
-                        by_source: g
-                            .advertised
-                            .by_source
-                            .iter()
-                            .filter(|(_, c)| **c != [0, 0])
-                            .map(|(p, c)| (*p, *c))
-                            .collect(),
-                    })
-                    .collect();
-                s.cpu_seconds = thread_cpu_seconds();
-                let _ = reply.send(s);
-            }
-            // Walks wait for the shard to have nothing to route ([`ShardWorker::deferred`]).
-            Query::Routes(q, reply) => self.deferred.push_back((q, reply)),
-        }
-    }
-
-    /// Answers the oldest walk question waiting.
-    fn answer_deferred(&mut self) {
-        let Some((q, reply)) = self.deferred.pop_front() else {
-            return;
-        };
-        // Shown as decided: what the update groups were told.
-        self.drain();
-        let _ = reply.send(self.routes(&q));
-        self.last_answer = Instant::now();
-    }
-
-    /// A walk question waits no longer than this while routing keeps the shard busy.
-    fn overdue(&self) -> bool {
-        !self.deferred.is_empty() && self.last_answer.elapsed() >= QUERY_WAIT
-    }
-
-    /// One chunk of a walk of routes.
-    fn routes(&mut self, q: &RouteQuery) -> RouteChunk {
-        let (prefixes, more): (Vec<(Prefix, Option<Position>)>, bool) = match q.select {
-            Selection::Exact(p) => (vec![(p.masked(), None)], false),
-            Selection::Longest(a) => (
-                self.shard
-                    .longest_match(a)
-                    .map(|p| (p, None))
-                    .into_iter()
-                    .collect(),
-                false,
-            ),
-            Selection::Table(family, within) => {
-                let c = self.shard.family_counts(family);
-                let per_prefix = c.paths.div_ceil(c.prefixes.max(1)).max(1);
-                let limit = (q.max_paths / per_prefix).clamp(16, 1 << 16);
-                let (p, more) = self.select(family, within, q.after, limit);
-                (p.into_iter().map(|(p, at)| (p, Some(at))).collect(), more)
-            }
-        };
-        let mut routes: Vec<ShownRoute> = prefixes
-            .iter()
-            .filter_map(|(p, at)| self.shown(p, *at, q))
-            .collect();
-        if let Some(render) = &q.render {
-            // The whole chunk into one buffer, each route a slice of it: one allocation a
-            // chunk, and its paths dropped (the walk's merge needs only the prefix).
-            // About what the last chunk took, so the buffer rarely grows (a copy each time).
-            let mut out = Vec::with_capacity(self.rendered_hint.max(4096));
-            let mut ends = Vec::with_capacity(routes.len());
-            for r in &routes {
-                render.render(r, &mut out);
-                ends.push(out.len());
-            }
-            self.rendered_hint = out.len() + out.len() / 8;
-            let text = bytes::Bytes::from(out);
-            let mut start = 0;
-            for (r, end) in routes.iter_mut().zip(ends) {
-                r.rendered = text.slice(start..end);
-                start = end;
-                r.view.paths = Vec::new();
-                r.advertised = None;
-            }
-        }
-        RouteChunk {
-            routes,
-            last: prefixes.last().map(|(p, _)| *p),
-            more,
-        }
-    }
-
-    /// The next `limit` prefixes of a walk. A selection scans the whole family, so each
-    /// scan selects several chunks and keeps the rest for the walk's next questions
-    /// ([`Selected`]): a walk of a whole table scans it a 32nd as often.
-    fn select(
-        &mut self,
-        family: ribshard_wire::Family,
-        within: ribshard_rib::Within,
-        after: Option<Prefix>,
-        limit: usize,
-    ) -> (Vec<(Prefix, Position)>, bool) {
-        let cached = self
-            .selected
-            .take()
-            .filter(|c| c.family == family && c.within == within && c.after == after);
-        let mut c = match cached {
-            Some(c) => c,
-            None => {
-                let ahead = limit.saturating_mul(SELECT_AHEAD);
-                let list = self.shard.select(family, after.as_ref(), within, ahead);
-                Selected {
-                    family,
-                    within,
-                    after,
-                    more: list.len() == ahead,
-                    list: list.into(),
-                }
-            }
-        };
-        let n = limit.min(c.list.len());
-        let chunk: Vec<(Prefix, Position)> = c.list.drain(..n).collect();
-        let more = !c.list.is_empty() || c.more;
-        if let Some(last) = chunk.last() {
-            c.after = Some(last.0);
-        }
-        if !c.list.is_empty() {
-            self.selected = Some(c);
-        }
-        (chunk, more)
-    }
-
-    /// A route as the query shows it; `at`: where [`Shard::select`] found it.
-    fn shown(&mut self, p: &Prefix, at: Option<Position>, q: &RouteQuery) -> Option<ShownRoute> {
-        // A position kept from an earlier scan names another prefix once the table changed:
-        // then the prefix is looked up (gone, it is not shown).
-        let mut view = match at.and_then(|at| self.shard.route_at(at, q.filter)) {
-            Some(v) if v.prefix == *p => v,
-            _ => self.shard.route(p, q.filter)?,
-        };
-        let advertised = match q.advertised {
-            None => None,
-            Some((group, member)) => {
-                let g = self.groups.get_mut(&group)?;
-                let best = self.shard.reported(p)?;
-                if best.peer == member {
-                    return None;
-                }
-                let src = self.shard.peer(best.peer);
-                let e = locked(&g.cache).get(&g.spec, &src, best.peer, &best.attrs, p)?;
-                view.paths
-                    .retain(|v| matches!(v.state, PathState::Active { .. }));
-                Some((e, g.spec.params))
-            }
-        };
-        Some(ShownRoute {
-            shard: self.index,
-            view,
-            advertised,
-            rendered: bytes::Bytes::new(),
-        })
     }
 
     fn add_member(&mut self, m: Membership, token: u64, previous: Option<Previous>) {
