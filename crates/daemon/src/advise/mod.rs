@@ -307,10 +307,13 @@ fn split_counts(room: u32, groups: u32) -> (u32, u32) {
     (room.saturating_sub(threads).max(2), threads)
 }
 
-/// The cores below which threads are not worth their hand-offs: on the two-core machine of
-/// BENCHMARKS.md the single-threaded mode was as fast as two shards and two update threads on
-/// two full tables and faster on the route reflector and route server at real size, and the
-/// Day One book counts shards + update threads + one or two cores for everything else.
+/// The cores below which the default, chosen without knowing the workload, is the
+/// single-threaded mode: on the two-core machine of BENCHMARKS.md two shards and two update
+/// threads were 0.9-1.0x as fast on one or two full tables and 1.1-1.5x on the route
+/// reflector, route server, clear-all and flap at real size, for 4-40% more CPU and 20-35%
+/// more peak memory; the Day One book counts shards + update threads + one or two cores for everything
+/// else. `ribshard advise` recommends threads where the running workload is one they paid
+/// for here.
 pub const THREADS_FROM_CORES: usize = 4;
 
 /// `number-of-shards` and `number-of-threads` when the configuration sets neither: the

@@ -11,14 +11,16 @@
 //! `establish-wait`, neighbors not up yet are no longer waited for; past `max-delay`, nothing
 //! is. This module only keeps the count; the shards hold new members back meanwhile.
 //!
-//! The same deferral starts again whenever every neighbor has gone down ([`Neighbors`]): a
-//! `clear bgp neighbor all`, or a router that lost every session at once, holds nothing
-//! worth advertising and will be sent every table again, as at start. Advertising each
-//! interim best path while the tables come back in sent a reflector's clients each prefix
-//! about three times (ten sources: 330 UPDATEs per 1,000 prefixes instead of 137).
+//! The same deferral starts again whenever every neighbor has gone down together
+//! ([`Neighbors`]): a `clear bgp neighbor all`, or a router that lost every session at once,
+//! holds nothing worth advertising and will be sent every table again, as at start.
+//! Advertising each interim best path while the tables come back in sent a reflector's
+//! clients each prefix about three times (ten sources: 330 UPDATEs per 1,000 prefixes instead
+//! of 137). Together means within `establish-wait`: neighbors that reset their sessions
+//! themselves reconnect at once, and one may be up again before the last has gone down.
 
 use ribshard_rib::PeerIndex;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::time::{Duration, Instant};
 
 /// The deferral's bounds (`[bgp.update-delay]`).
@@ -233,34 +235,74 @@ impl Deferral {
 #[derive(Debug)]
 pub(super) struct Neighbors {
     bounds: UpdateDelay,
-    /// Established now.
-    up: HashSet<PeerIndex>,
-    /// Established at some time since the last deferral began: the neighbors the next one
-    /// waits for (one never up since is not expected back).
-    seen: HashSet<PeerIndex>,
+    /// The neighbors Established at some time since the last deferral began (one never up
+    /// since is not expected back), with what the next deferral must know of each.
+    seen: HashMap<PeerIndex, Seen>,
+}
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Seen {
+    /// Established now: whether it does graceful restart (its End-of-RIB is waited for),
+    /// and whether that End-of-RIB is in.
+    up: Option<(bool, bool)>,
+    /// When it last left Established.
+    down_at: Option<Instant>,
 }
 
 impl Neighbors {
     pub(super) fn new(bounds: UpdateDelay) -> Neighbors {
         Neighbors {
             bounds,
-            up: HashSet::new(),
-            seen: HashSet::new(),
+            seen: HashMap::new(),
         }
     }
 
-    pub(super) fn up(&mut self, peer: PeerIndex) {
-        self.up.insert(peer);
-        self.seen.insert(peer);
+    /// A neighbor reached Established; `waits`: it does graceful restart.
+    pub(super) fn up(&mut self, peer: PeerIndex, waits: bool) {
+        self.seen.entry(peer).or_default().up = Some((waits, false));
     }
 
-    /// A neighbor left Established: the deferral to start, if it was the last one up.
-    pub(super) fn down(&mut self, peer: PeerIndex) -> Option<Deferral> {
-        if !self.up.remove(&peer) || !self.up.is_empty() {
+    /// Its End-of-RIB is in for every family.
+    pub(super) fn end_of_rib(&mut self, peer: PeerIndex) {
+        if let Some(Some((_, eor))) = self.seen.get_mut(&peer).map(|s| s.up.as_mut()) {
+            *eor = true;
+        }
+    }
+
+    /// A neighbor left Established: the deferral to start, if every neighbor seen is now
+    /// down or went down within `establish-wait` (it came back since, sending its table
+    /// again). It waits for all of them; those already back count as they stand.
+    pub(super) fn down(&mut self, peer: PeerIndex, now: Instant) -> Option<Deferral> {
+        let s = self.seen.get_mut(&peer)?;
+        s.up?;
+        s.up = None;
+        s.down_at = Some(now);
+        let window = self.bounds.establish_wait;
+        let together = self.seen.values().all(|s| {
+            s.up.is_none()
+                || s.down_at
+                    .is_some_and(|t| now.saturating_duration_since(t) <= window)
+        });
+        if !together {
             return None;
         }
-        let expected = std::mem::take(&mut self.seen);
-        Some(Deferral::new(self.bounds, expected, DeferralStart::AllDown))
+        let mut d = Deferral::new(
+            self.bounds,
+            self.seen.keys().copied(),
+            DeferralStart::AllDown,
+        );
+        for (p, s) in &self.seen {
+            if let Some((waits, eor)) = s.up {
+                d.up(*p, waits);
+                if eor {
+                    d.end_of_rib(*p);
+                }
+            }
+        }
+        // Seen since this deferral began: those up now.
+        self.seen.retain(|_, s| s.up.is_some());
+        self.seen.values_mut().for_each(|s| s.down_at = None);
+        Some(d)
     }
 
     /// A neighbor removed from the configuration.
@@ -330,25 +372,64 @@ mod tests {
     /// that were up since the last one began; not while one is still up.
     #[test]
     fn every_neighbor_down_starts_it_again() {
-        let mut n = Neighbors::new(bounds(5, 120));
-        n.up(0);
-        n.up(1);
-        n.up(2);
-        assert!(n.down(2).is_none(), "two still up");
-        n.forget(2);
-        assert!(n.down(0).is_none(), "one still up");
-        assert!(n.down(7).is_none(), "never up: not the last one");
-        let mut d = n.down(1).expect("the last one went down");
-        assert_eq!(d.began, DeferralStart::AllDown);
         let now = Instant::now();
+        let mut n = Neighbors::new(bounds(5, 120));
+        n.up(0, true);
+        n.up(1, true);
+        n.up(2, true);
+        assert!(n.down(2, now).is_none(), "two still up");
+        n.forget(2);
+        assert!(n.down(0, now).is_none(), "one still up");
+        assert!(n.down(7, now).is_none(), "never up: not the last one");
+        let mut d = n.down(1, now).expect("the last one went down");
+        assert_eq!(d.began, DeferralStart::AllDown);
         d.up(0, true);
         d.end_of_rib(0);
         assert_eq!(d.over(now), None, "neighbor 1 was up: waited for");
         d.up(1, true);
         d.end_of_rib(1);
         assert_eq!(d.over(now), Some(DeferralEnd::AllEndOfRib), "2 was removed");
-        assert!(n.down(1).is_none(), "down twice");
-        n.up(3);
-        assert!(n.down(3).is_some_and(|d| d.expected.len() == 1));
+        assert!(n.down(1, now).is_none(), "down twice");
+        n.up(3, false);
+        assert!(n.down(3, now).is_some_and(|d| d.expected.len() == 1));
+    }
+
+    /// Neighbors that reset their sessions themselves reconnect at once: one back before the
+    /// last has gone down still makes the resets one, and the deferral knows where the one
+    /// back stands. One that stayed up, or went down too long before, does not.
+    #[test]
+    fn neighbors_down_together_start_it_again() {
+        let t0 = Instant::now();
+        let mut n = Neighbors::new(bounds(5, 120));
+        for p in 0..3 {
+            n.up(p, true);
+            n.end_of_rib(p);
+        }
+        assert!(n.down(0, t0).is_none());
+        n.up(0, true); // back at once, sending its table again
+        assert!(n.down(1, t0).is_none(), "2 still up");
+        let d = n
+            .down(2, t0 + Duration::from_secs(1))
+            .expect("all three went down within establish-wait");
+        assert_eq!(
+            d.status().neighbors_loading,
+            1,
+            "0 is back, its End-of-RIB not in"
+        );
+        assert_eq!(d.status().neighbors_not_up, 2);
+        // Once more, but 0 went down long before the others and is back: it stayed up as
+        // far as this reset goes.
+        let mut n = Neighbors::new(bounds(5, 120));
+        for p in 0..3 {
+            n.up(p, true);
+        }
+        assert!(n.down(0, t0).is_none());
+        n.up(0, true);
+        let later = t0 + Duration::from_secs(10);
+        assert!(n.down(1, later).is_none());
+        assert!(
+            n.down(2, later).is_none(),
+            "0 is up, and went down 10 s before"
+        );
     }
 }

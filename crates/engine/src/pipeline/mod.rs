@@ -225,21 +225,26 @@ impl Pipeline {
     /// Returns the messages that end the deferral, if this ends it.
     pub fn deferral_up(&self, peer: PeerIndex, graceful_restart: bool) -> Vec<Routed> {
         if let Some(n) = lock(&self.neighbors).as_mut() {
-            n.up(peer);
+            n.up(peer, graceful_restart);
         }
         self.deferral_news(|d| d.up(peer, graceful_restart))
     }
 
     /// A neighbor's End-of-RIB is in for every family (see [`Pipeline::deferral_up`]).
     pub fn deferral_end_of_rib(&self, peer: PeerIndex) -> Vec<Routed> {
+        if let Some(n) = lock(&self.neighbors).as_mut() {
+            n.end_of_rib(peer);
+        }
         self.deferral_news(|d| d.end_of_rib(peer))
     }
 
-    /// A neighbor left Established (see [`Pipeline::deferral_up`]). The last one up going
-    /// down starts the deferral again ([`deferral::Neighbors`]).
+    /// A neighbor left Established (see [`Pipeline::deferral_up`]). Every neighbor gone
+    /// down together starts the deferral again ([`deferral::Neighbors`]).
     pub fn deferral_down(&self, peer: PeerIndex) -> Vec<Routed> {
         let out = self.deferral_news(|d| d.down(peer));
-        let again = lock(&self.neighbors).as_mut().and_then(|n| n.down(peer));
+        let again = lock(&self.neighbors)
+            .as_mut()
+            .and_then(|n| n.down(peer, Instant::now()));
         if let Some(d) = again {
             let mut current = lock(&self.deferral);
             if current.is_none() {

@@ -194,20 +194,15 @@ impl ShardWorker {
                 token,
             },
         );
-        if let Some(d) = self
-            .dumps
-            .iter_mut()
-            .find(|d| d.group == group && !d.started && d.same_kind(&previous))
-        {
+        // Members coming up together (the end of the start-up deferral) share one pass over
+        // the table. Not a walk the table changed under: its members were sent those changes
+        // live, and taking the table again for one more member sent them every prefix twice
+        // (a client up again before the others after a clear-all: 100,000 redundant).
+        if let Some(d) = self.dumps.iter_mut().find(|d| {
+            d.group == group && !d.started && d.changed.is_empty() && d.same_kind(&previous)
+        }) {
             d.members.retain(|(m, _)| *m != member);
             d.members.push((member, token));
-            // The table is taken again if it changed since: a prefix that appeared meanwhile
-            // reached the walk's earlier members live, but not this one. Members coming up
-            // together (the end of the start-up deferral) share one pass over the table.
-            if !d.changed.is_empty() {
-                d.order = self.shard.reported_by_set();
-                d.changed.clear();
-            }
             return;
         }
         // In the order every shard walks, so the update group can merge the shards' walks
