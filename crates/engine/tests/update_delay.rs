@@ -60,6 +60,21 @@ fn member_and_upstream(p: &Pipeline, pool: &mut Pool, upstream_gr: bool) -> (Tes
     (sink, joined)
 }
 
+/// The downstream member up again, as epoch 2 (not doing graceful restart).
+fn member_again(p: &Pipeline) -> TestSink {
+    let sink = TestSink::new();
+    let peer = member_peer(MEMBER);
+    let id = MemberId { peer, epoch: 2 };
+    let up = p.peer_up(
+        peer,
+        upstream(2),
+        Some((spec(MEMBER), id, Box::new(sink.clone()))),
+    );
+    send_all(p, up.0);
+    send_all(p, p.deferral_up(peer, false));
+    sink
+}
+
 /// The prefixes a member was sent, announced and not withdrawn since.
 fn member_table(sink: &TestSink) -> BTreeSet<Prefix> {
     let bytes = sink.bytes.lock().unwrap();
@@ -190,18 +205,7 @@ fn a_member_flapping_during_the_deferral_gets_the_table_once() {
         // Down, then up again as epoch 2.
         send_all(&p, p.peer_down(peer, None, Some(joined)));
         send_all(&p, p.deferral_down(peer));
-        let second = TestSink::new();
-        let id = MemberId { peer, epoch: 2 };
-        send_all(
-            &p,
-            p.peer_up(
-                peer,
-                upstream(2),
-                Some((spec(MEMBER), id, Box::new(second.clone()))),
-            )
-            .0,
-        );
-        send_all(&p, p.deferral_up(peer, false));
+        let second = member_again(&p);
         send_all(&p, p.deferral_end_of_rib(0));
         p.barrier();
         assert_eq!(
@@ -269,18 +273,7 @@ fn every_neighbor_down_defers_advertising_again() {
         let status = p.deferral_status().expect("deferred again");
         assert_eq!(status.began, DeferralStart::AllDown);
         // Both come back; the upstream sends its table over several batches.
-        let second = TestSink::new();
-        let id = MemberId { peer, epoch: 2 };
-        send_all(
-            &p,
-            p.peer_up(
-                peer,
-                upstream(2),
-                Some((spec(MEMBER), id, Box::new(second.clone()))),
-            )
-            .0,
-        );
-        send_all(&p, p.deferral_up(peer, false));
+        let second = member_again(&p);
         send_all(&p, p.peer_up(0, upstream(0), None).0);
         send_all(&p, p.deferral_up(0, true));
         for i in 1..=4 {
