@@ -271,8 +271,14 @@ impl Neighbors {
 
     /// A neighbor left Established: the deferral to start, if every neighbor seen is now
     /// down or went down within `establish-wait` (it came back since, sending its table
-    /// again). It waits for all of them; those already back count as they stand.
-    pub(super) fn down(&mut self, peer: PeerIndex, now: Instant) -> Option<Deferral> {
+    /// again) and none is under way (`may_start`). It waits for all of them; those already
+    /// back count as they stand.
+    pub(super) fn down(
+        &mut self,
+        peer: PeerIndex,
+        now: Instant,
+        may_start: bool,
+    ) -> Option<Deferral> {
         let s = self.seen.get_mut(&peer)?;
         s.up?;
         s.up = None;
@@ -283,7 +289,7 @@ impl Neighbors {
                 || s.down_at
                     .is_some_and(|t| now.saturating_duration_since(t) <= window)
         });
-        if !together {
+        if !together || !may_start {
             return None;
         }
         let mut d = Deferral::new(
@@ -377,11 +383,11 @@ mod tests {
         n.up(0, true);
         n.up(1, true);
         n.up(2, true);
-        assert!(n.down(2, now).is_none(), "two still up");
+        assert!(n.down(2, now, true).is_none(), "two still up");
         n.forget(2);
-        assert!(n.down(0, now).is_none(), "one still up");
-        assert!(n.down(7, now).is_none(), "never up: not the last one");
-        let mut d = n.down(1, now).expect("the last one went down");
+        assert!(n.down(0, now, true).is_none(), "one still up");
+        assert!(n.down(7, now, true).is_none(), "never up: not the last one");
+        let mut d = n.down(1, now, true).expect("the last one went down");
         assert_eq!(d.began, DeferralStart::AllDown);
         d.up(0, true);
         d.end_of_rib(0);
@@ -389,9 +395,9 @@ mod tests {
         d.up(1, true);
         d.end_of_rib(1);
         assert_eq!(d.over(now), Some(DeferralEnd::AllEndOfRib), "2 was removed");
-        assert!(n.down(1, now).is_none(), "down twice");
+        assert!(n.down(1, now, true).is_none(), "down twice");
         n.up(3, false);
-        assert!(n.down(3, now).is_some_and(|d| d.expected.len() == 1));
+        assert!(n.down(3, now, true).is_some_and(|d| d.expected.len() == 1));
     }
 
     /// Neighbors that reset their sessions themselves reconnect at once: one back before the
@@ -405,11 +411,11 @@ mod tests {
             n.up(p, true);
             n.end_of_rib(p);
         }
-        assert!(n.down(0, t0).is_none());
+        assert!(n.down(0, t0, true).is_none());
         n.up(0, true); // back at once, sending its table again
-        assert!(n.down(1, t0).is_none(), "2 still up");
+        assert!(n.down(1, t0, true).is_none(), "2 still up");
         let d = n
-            .down(2, t0 + Duration::from_secs(1))
+            .down(2, t0 + Duration::from_secs(1), true)
             .expect("all three went down within establish-wait");
         assert_eq!(
             d.status().neighbors_loading,
@@ -423,12 +429,12 @@ mod tests {
         for p in 0..3 {
             n.up(p, true);
         }
-        assert!(n.down(0, t0).is_none());
+        assert!(n.down(0, t0, true).is_none());
         n.up(0, true);
         let later = t0 + Duration::from_secs(10);
-        assert!(n.down(1, later).is_none());
+        assert!(n.down(1, later, true).is_none());
         assert!(
-            n.down(2, later).is_none(),
+            n.down(2, later, true).is_none(),
             "0 is up, and went down 10 s before"
         );
     }

@@ -242,15 +242,14 @@ impl Pipeline {
     /// down together starts the deferral again ([`deferral::Neighbors`]).
     pub fn deferral_down(&self, peer: PeerIndex) -> Vec<Routed> {
         let out = self.deferral_news(|d| d.down(peer));
+        let mut current = lock(&self.deferral);
+        let idle = current.is_none();
         let again = lock(&self.neighbors)
             .as_mut()
-            .and_then(|n| n.down(peer, Instant::now()));
+            .and_then(|n| n.down(peer, Instant::now(), idle));
         if let Some(d) = again {
-            let mut current = lock(&self.deferral);
-            if current.is_none() {
-                *current = Some(d);
-                self.deferring.store(true, Ordering::Release);
-            }
+            *current = Some(d);
+            self.deferring.store(true, Ordering::Release);
         }
         out
     }

@@ -53,7 +53,7 @@ pub(super) fn export(
     match spec.kind {
         GroupKind::External => {
             // Our AS (and with Junos `local-as`, the global one after it) in front.
-            let path = RawAttrIter::new(raw).find(|a| a.type_code == attr::AS_PATH)?;
+            let path = find(raw, attr::AS_PATH)?;
             let mut ours: smallvec::SmallVec<[u32; 2]> = smallvec::smallvec![spec.local_as];
             ours.extend(spec.global_as);
             puts.push(Put {
@@ -63,7 +63,7 @@ pub(super) fn export(
         }
         GroupKind::RouteServer => next_hop_self = false,
         GroupKind::Internal { client_cluster } => {
-            let lp = match RawAttrIter::new(raw).find(|a| a.type_code == attr::LOCAL_PREF) {
+            let lp = match find(raw, attr::LOCAL_PREF) {
                 Some(a) => <[u8; 4]>::try_from(a.value).ok()?,
                 None => 100u32.to_be_bytes(),
             };
@@ -73,7 +73,7 @@ pub(super) fn export(
             });
             if from_ibgp {
                 // Reflection (RFC 4456 section 8).
-                if !RawAttrIter::new(raw).any(|a| a.type_code == attr::ORIGINATOR_ID) {
+                if find(raw, attr::ORIGINATOR_ID).is_none() {
                     puts.push(Put {
                         code: attr::ORIGINATOR_ID,
                         value: src.router_id.to_be_bytes().into_iter().collect(),
@@ -82,7 +82,7 @@ pub(super) fn export(
                 let cluster = src.rr_cluster.or(client_cluster).unwrap_or(0);
                 let mut list: smallvec::SmallVec<[u8; 16]> =
                     cluster.to_be_bytes().into_iter().collect();
-                if let Some(l) = RawAttrIter::new(raw).find(|a| a.type_code == attr::CLUSTER_LIST) {
+                if let Some(l) = find(raw, attr::CLUSTER_LIST) {
                     list.extend_from_slice(l.value);
                 }
                 puts.push(Put {
@@ -127,8 +127,7 @@ pub(super) fn export(
         }
         previous = Some(a.type_code);
         while let Some(p) = pending.next_if(|p| p.code < a.type_code) {
-            let f = attr::expected_flags(p.code).unwrap_or(0);
-            put(&mut out, f, p.code, &p.value);
+            insert(&mut out, p);
         }
         let edit = edit(spec.kind, family, a.type_code, a.flags, a.value)?;
         let replaced = pending.next_if(|p| p.code == a.type_code);
@@ -141,8 +140,7 @@ pub(super) fn export(
         }
     }
     for p in pending {
-        let f = attr::expected_flags(p.code).unwrap_or(0);
-        put(&mut out, f, p.code, &p.value);
+        insert(&mut out, p);
     }
     // The whole field read: a set that does not parse to its end is the model's to judge.
     if read != raw.len() {
@@ -222,6 +220,21 @@ fn prepended(path: &[u8], ours: &[u32]) -> Option<smallvec::SmallVec<[u8; 16]>> 
     }
     v.extend_from_slice(path.get(2..)?);
     Some(v)
+}
+
+/// The first attribute of a type in the set.
+fn find(raw: &[u8], code: u8) -> Option<ribshard_wire::update::RawAttr<'_>> {
+    RawAttrIter::new(raw).find(|a| a.type_code == code)
+}
+
+/// Writes an attribute the set did not have, with its type's flags (`Attribute::new`).
+fn insert(out: &mut Vec<u8>, p: &Put) {
+    put(
+        out,
+        attr::expected_flags(p.code).unwrap_or(0),
+        p.code,
+        &p.value,
+    );
 }
 
 /// Writes an attribute as the model's `Attribute::encode` does: the Extended Length form

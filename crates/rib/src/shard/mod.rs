@@ -781,9 +781,10 @@ impl Shard {
             let changed = at_best.map(|p| p.arrival) != d.reported();
             if changed {
                 count += 1;
+                let reported = d.reported_path();
                 let (best, old) = (
                     at_best.map(|p| (p.peer, p.arrival)),
-                    d.reported_path().map(|p| p.peer),
+                    reported.map(|p| p.peer),
                 );
                 // Cloned only when it changed and someone is told: a worse path arriving
                 // (half the second full table) leaves the best as it was.
@@ -791,7 +792,7 @@ impl Shard {
                     out.push(Change {
                         prefix,
                         position: Position(at),
-                        old: d.reported_path().cloned(),
+                        old: reported.cloned(),
                         best: at_best.cloned(),
                     });
                 }
