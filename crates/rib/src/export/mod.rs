@@ -43,7 +43,7 @@ use ribshard_wire::{Family, Prefix, SessionParams};
 use hashbrown::HashMap;
 use std::hash::{Hash, Hasher};
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 /// What kind of peers an update group holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -392,15 +392,18 @@ fn add_as4(a: &mut PathAttributes) {
     }
 }
 
-/// A source set (held so its address stays unique) and what it exports to.
-type CacheEntry = (Arc<RouteAttrs>, Option<Arc<Exported>>);
+/// A source set and what it exports to. The set is held weakly: that keeps its address
+/// unique (the allocation stays while a `Weak` does) without keeping the set alive, so the
+/// session's interner, which sweeps the sets nobody else holds, is not kept from it by the
+/// cache, nor the cache by the interner.
+type CacheEntry = (Weak<RouteAttrs>, Option<Arc<Exported>>);
 
 /// Export results of one update group, computed once per (attribute set, source peer) and
 /// interned so that equal results are one `Arc` (the update thread packs by pointer).
 #[derive(Default)]
 pub struct ExportCache {
-    /// Keyed by the source set's address; the value holds the set, so the address cannot be
-    /// reused while the entry exists.
+    /// Keyed by the source set's address; the value holds the set weakly, so the address
+    /// cannot be reused while the entry exists.
     by_source: HashMap<(usize, PeerIndex), CacheEntry>,
     /// With an export policy that reads the prefix: by source set, source peer, family and
     /// the terms whose actions applied.
@@ -435,7 +438,8 @@ impl ExportCache {
                 return e.clone();
             }
             let e = export_verdict(spec, src, attrs, prefix, &v).map(|e| self.intern(e));
-            self.by_trace.insert(key, (attrs.clone(), e.clone()));
+            self.by_trace
+                .insert(key, (Arc::downgrade(attrs), e.clone()));
             return e;
         }
         if let Some((_, e)) = self.by_source.get(&(ptr, peer)) {
@@ -445,7 +449,7 @@ impl ExportCache {
         }
         let e = export(spec, src, attrs, prefix).map(|e| self.intern(e));
         self.by_source
-            .insert((ptr, peer), (attrs.clone(), e.clone()));
+            .insert((ptr, peer), (Arc::downgrade(attrs), e.clone()));
         e
     }
 
@@ -462,8 +466,8 @@ impl ExportCache {
 
     /// Forgets results whose source set no path holds any more.
     pub fn sweep(&mut self) {
-        self.by_source.retain(|_, (a, _)| Arc::strong_count(a) > 1);
-        self.by_trace.retain(|_, (a, _)| Arc::strong_count(a) > 1);
+        self.by_source.retain(|_, (a, _)| a.strong_count() > 0);
+        self.by_trace.retain(|_, (a, _)| a.strong_count() > 0);
         self.interned.retain(|e, _| Arc::strong_count(e) > 1);
         self.sweep_at = (self.by_source.len() + self.by_trace.len()) * 2;
     }
@@ -474,5 +478,64 @@ impl ExportCache {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::attrs::{Interner, LoopChecks};
+    use std::net::Ipv4Addr;
+
+    fn route_server() -> GroupSpec {
+        GroupSpec {
+            name: "clients".into(),
+            kind: GroupKind::RouteServer,
+            local_as: 65_000,
+            global_as: None,
+            peer_as: 0,
+            router_id: Ipv4Addr::new(192, 0, 2, 1),
+            next_hop_self: false,
+            local_v4: None,
+            local_v6: None,
+            export: Arc::new(Chain::accept_all()),
+            params: SessionParams::default(),
+            families: [true, true],
+            role: None,
+        }
+    }
+
+    /// A set no path holds any more leaves both the session's interner and the export
+    /// cache: neither keeps it for the other (a long-lived session's churn would otherwise
+    /// keep every set it ever received, in every group's cache).
+    #[test]
+    fn sets_no_path_holds_are_swept_from_interner_and_cache() {
+        let spec = route_server();
+        let src = PeerInfo {
+            ebgp: true,
+            router_id: 1,
+            address: u128::from(0x7f00_0010u32),
+            local_as: 65_000,
+            peer_as: 65_001,
+            rr_cluster: None,
+            rs_client: true,
+        };
+        let mut interner = Interner::new(LoopChecks::default());
+        let mut cache = ExportCache::default();
+        let p = Prefix::v4(Ipv4Addr::new(10, 0, 0, 0), 8).unwrap();
+        // ORIGIN IGP, AS_PATH [65001], after a 4-octet next hop.
+        let key = [
+            4, 127, 0, 0, 16, 0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfd, 0xe9,
+        ];
+        let path = interner.intern_key(&key);
+        let e = cache.get(&spec, &src, 1, &path, &p);
+        assert!(e.is_some());
+        assert_eq!(cache.get(&spec, &src, 1, &path, &p), e);
+        assert_eq!(cache.len(), 1, "computed once");
+        drop((path, e));
+        interner.sweep();
+        cache.sweep();
+        assert_eq!(interner.len(), 0, "the interner let the set go");
+        assert_eq!(cache.len(), 0, "the cache let the set go");
     }
 }
