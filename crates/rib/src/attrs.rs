@@ -74,6 +74,8 @@ pub struct RouteAttrs {
     /// The set as received, when this one is what import policy made of it: the Adj-RIB-In
     /// is kept before policy, so a policy change can be applied again to what was received.
     pub received: Option<Arc<RouteAttrs>>,
+    /// What the set exports to, for one way of exporting, shared by the shards.
+    pub(crate) export: crate::export::ExportSlot,
 }
 
 impl PartialEq for RouteAttrs {
@@ -136,6 +138,7 @@ impl RouteAttrs {
             cluster_list_len: 0,
             loop_free: true,
             received: None,
+            export: Default::default(),
         };
         let n = usize::from(a.key.first().copied().unwrap_or(0));
         let Ok(p) = parse_attributes_only(a.key.get(1 + n..).unwrap_or(&[]), &NORMALIZED) else {
@@ -214,6 +217,7 @@ impl RouteAttrs {
             cluster_list_len: received.cluster_list_len,
             loop_free: received.loop_free,
             received: Some(received.clone()),
+            export: Default::default(),
         }
     }
 

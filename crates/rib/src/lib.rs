@@ -20,7 +20,9 @@ pub use attrs::{Ingress, Interner, LoopChecks, RouteAttrs};
 pub use decision::{
     best_path, compare, deciding_step, multipath_equal, Candidate, Multipath, Options, Step,
 };
-pub use export::{export, source_of, ExportCache, Exported, GroupKind, GroupSpec};
+pub use export::{
+    export, source_of, ExportCache, ExportKind, ExportKinds, Exported, GroupKind, GroupSpec,
+};
 pub use import::Import;
 pub use shard::{
     shard_of, Change, DumpKey, DumpOrder, DumpPlace, DumpSet, FamilyCounts, Ineligible, Path,

@@ -52,7 +52,7 @@ pub use query::{QueueReport, QueueState, RouteWalk};
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use registry::Registry;
 use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
-use ribshard_rib::{GroupSpec, Options, PeerIndex, PeerInfo, Shard};
+use ribshard_rib::{ExportKinds, GroupSpec, Options, PeerIndex, PeerInfo, Shard};
 use ribshard_wire::Family;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -135,6 +135,9 @@ pub struct Pipeline {
     /// The neighbors up, with update-delay on: when the last goes down, the deferral
     /// starts again.
     neighbors: Mutex<Option<deferral::Neighbors>>,
+    /// The ways of exporting in use, shared by every generation of shards: an export
+    /// result kept on an attribute set is found by the shards of a re-shard too.
+    kinds: Arc<ExportKinds>,
 }
 
 impl Pipeline {
@@ -162,9 +165,11 @@ impl Pipeline {
             .map(|_| Shard::new(config.options))
             .collect();
         let telemetry = Arc::new(Telemetry::default());
+        let kinds = Arc::new(ExportKinds::default());
         let generation = Generation {
             epoch: 0,
             deferring: deferring.clone(),
+            kinds: kinds.clone(),
         };
         let (lanes, threads) = spawn_threads(
             config,
@@ -209,6 +214,7 @@ impl Pipeline {
             deferral,
             deferring,
             neighbors: Mutex::new(neighbors),
+            kinds,
         })
     }
 
@@ -607,6 +613,7 @@ impl Pipeline {
         let generation = Generation {
             epoch: old.epoch + 1,
             deferring: self.deferring.clone(),
+            kinds: self.kinds.clone(),
         };
         let (lanes, handles) = spawn_threads(
             config,
@@ -727,6 +734,7 @@ fn surrender<M>(
 struct Generation {
     epoch: u64,
     deferring: Arc<AtomicBool>,
+    kinds: Arc<ExportKinds>,
 }
 
 fn spawn_threads(
@@ -738,7 +746,11 @@ fn spawn_threads(
     placement: &HashMap<GroupId, usize>,
     telemetry: &Arc<Telemetry>,
 ) -> (Lanes, Vec<JoinHandle<()>>) {
-    let Generation { epoch, deferring } = generation;
+    let Generation {
+        epoch,
+        deferring,
+        kinds,
+    } = generation;
     let mut threads = Vec::new();
     let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
         .map(|_| mpsc::channel::<ToShard>(SHARD_QUEUE))
@@ -786,6 +798,7 @@ fn spawn_threads(
             inline.take(),
             telemetry.clone(),
             deferring.clone(),
+            kinds.clone(),
         );
         w.resume(table, shard_groups, &place);
         let q = shard_queues.get(i).cloned().unwrap_or_default();

@@ -29,6 +29,9 @@
 //! AS4_AGGREGATOR carry what AS_TRANS hides (RFC 6793 section 4.2.2).
 
 mod raw;
+mod slot;
+
+pub use slot::{ExportKind, ExportKinds, ExportSlot};
 
 use crate::attrs::RouteAttrs;
 use crate::import::next_hop_bytes;
@@ -399,9 +402,12 @@ fn add_as4(a: &mut PathAttributes) {
 type CacheEntry = (Weak<RouteAttrs>, Option<Arc<Exported>>);
 
 /// Export results of one update group, computed once per (attribute set, source peer) and
-/// interned so that equal results are one `Arc` (the update thread packs by pointer).
+/// interned so that equal results are one `Arc` (the update thread packs by pointer). With
+/// a kind ([`ExportCache::of_kind`]), results go on the set itself where they can
+/// ([`ExportSlot`]), shared with the other shards' caches of that kind.
 #[derive(Default)]
 pub struct ExportCache {
+    kind: Option<Arc<ExportKind>>,
     /// Keyed by the source set's address; the value holds the set weakly, so the address
     /// cannot be reused while the entry exists.
     by_source: HashMap<(usize, PeerIndex), CacheEntry>,
@@ -413,6 +419,15 @@ pub struct ExportCache {
 }
 
 impl ExportCache {
+    /// A cache that keeps its results on the sets where it can, shared by every cache of
+    /// the kind. A cache without one (`default`) keeps everything to itself.
+    pub fn of_kind(kind: Arc<ExportKind>) -> ExportCache {
+        ExportCache {
+            kind: Some(kind),
+            ..ExportCache::default()
+        }
+    }
+
     pub fn get(
         &mut self,
         spec: &GroupSpec,
@@ -423,7 +438,9 @@ impl ExportCache {
     ) -> Option<Arc<Exported>> {
         let family = prefix.family();
         let ptr = Arc::as_ptr(attrs) as usize;
-        if self.by_source.len() + self.by_trace.len() >= self.sweep_at.max(4096) {
+        // The interned results count: with the results on the sets, the maps stay empty
+        // and only they grow.
+        if self.len() >= self.sweep_at.max(4096) {
             self.sweep();
         }
         if spec.export.reads_prefix() {
@@ -437,31 +454,39 @@ impl ExportCache {
             if let Some((_, e)) = self.by_trace.get(&key) {
                 return e.clone();
             }
-            let e = export_verdict(spec, src, attrs, prefix, &v).map(|e| self.intern(e));
+            let e =
+                export_verdict(spec, src, attrs, prefix, &v).map(|e| intern(&mut self.interned, e));
             self.by_trace
                 .insert(key, (Arc::downgrade(attrs), e.clone()));
             return e;
+        }
+        if let Some(kind) = &self.kind {
+            let mut kept = attrs.export.lock();
+            match slot::claim(&kept, kind, peer) {
+                // A set of one family's next hop used for the other's prefixes (rare)
+                // goes to the map below.
+                slot::Claim::Kept(k) => {
+                    if k.exported.as_ref().is_none_or(|e| e.family == family) {
+                        return k.exported.clone();
+                    }
+                }
+                slot::Claim::Free => {
+                    let e = export(spec, src, attrs, prefix).map(|e| intern(&mut self.interned, e));
+                    slot::fill(&mut kept, kind, peer, e.clone());
+                    return e;
+                }
+                slot::Claim::Taken => {}
+            }
         }
         if let Some((_, e)) = self.by_source.get(&(ptr, peer)) {
             if e.as_ref().is_none_or(|e| e.family == family) {
                 return e.clone();
             }
         }
-        let e = export(spec, src, attrs, prefix).map(|e| self.intern(e));
+        let e = export(spec, src, attrs, prefix).map(|e| intern(&mut self.interned, e));
         self.by_source
             .insert((ptr, peer), (Arc::downgrade(attrs), e.clone()));
         e
-    }
-
-    fn intern(&mut self, e: Exported) -> Arc<Exported> {
-        match self.interned.get_key_value(&e) {
-            Some((k, _)) => k.clone(),
-            None => {
-                let a = Arc::new(e);
-                self.interned.insert(a.clone(), ());
-                a
-            }
-        }
     }
 
     /// Forgets results whose source set no path holds any more.
@@ -469,15 +494,28 @@ impl ExportCache {
         self.by_source.retain(|_, (a, _)| a.strong_count() > 0);
         self.by_trace.retain(|_, (a, _)| a.strong_count() > 0);
         self.interned.retain(|e, _| Arc::strong_count(e) > 1);
-        self.sweep_at = (self.by_source.len() + self.by_trace.len()) * 2;
+        self.sweep_at = self.len() * 2;
     }
 
+    /// Entries held: results kept here and distinct results made.
     pub fn len(&self) -> usize {
-        self.by_source.len() + self.by_trace.len()
+        self.by_source.len() + self.by_trace.len() + self.interned.len()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+/// The one `Arc` of an export result.
+fn intern(interned: &mut HashMap<Arc<Exported>, ()>, e: Exported) -> Arc<Exported> {
+    match interned.get_key_value(&e) {
+        Some((k, _)) => k.clone(),
+        None => {
+            let a = Arc::new(e);
+            interned.insert(a.clone(), ());
+            a
+        }
     }
 }
 
@@ -531,11 +569,72 @@ mod tests {
         let e = cache.get(&spec, &src, 1, &path, &p);
         assert!(e.is_some());
         assert_eq!(cache.get(&spec, &src, 1, &path, &p), e);
-        assert_eq!(cache.len(), 1, "computed once");
+        assert_eq!(cache.len(), 2, "computed once: one entry, one result");
         drop((path, e));
         interner.sweep();
         cache.sweep();
         assert_eq!(interner.len(), 0, "the interner let the set go");
         assert_eq!(cache.len(), 0, "the cache let the set go");
+    }
+
+    /// Caches of one kind (one per shard) share the results they keep on the sets: the
+    /// second shard neither computes nor keeps anything. Another kind in use keeps its own;
+    /// a kind no cache holds any more gives the slot up.
+    #[test]
+    fn shards_share_the_results_kept_on_sets() {
+        let spec = route_server();
+        let src = PeerInfo {
+            ebgp: true,
+            router_id: 1,
+            address: u128::from(0x7f00_0010u32),
+            local_as: 65_000,
+            peer_as: 65_001,
+            rr_cluster: None,
+            rs_client: true,
+        };
+        let kinds = ExportKinds::default();
+        let kind = kinds.for_spec(&spec);
+        let (mut first, mut second) = (
+            ExportCache::of_kind(kind.clone()),
+            ExportCache::of_kind(kind.clone()),
+        );
+        let p = Prefix::v4(Ipv4Addr::new(10, 0, 0, 0), 8).unwrap();
+        let key = [
+            4, 127, 0, 0, 16, 0x40, 1, 1, 0, 0x40, 2, 6, 2, 1, 0, 0, 0xfd, 0xe9,
+        ];
+        let set = Arc::new(RouteAttrs::from_key(key.into(), &LoopChecks::default()));
+        let e = first.get(&spec, &src, 1, &set, &p).unwrap();
+        let found = second.get(&spec, &src, 1, &set, &p).unwrap();
+        assert!(Arc::ptr_eq(&e, &found), "the first shard's result");
+        assert_eq!(second.len(), 0, "nothing computed or kept by the second");
+        // Another kind (an external group): its own result, kept in its cache.
+        let other_spec = GroupSpec {
+            kind: GroupKind::External,
+            next_hop_self: true,
+            local_v4: Some(Ipv4Addr::LOCALHOST),
+            ..route_server()
+        };
+        let mut other = ExportCache::of_kind(kinds.for_spec(&other_spec));
+        let o = other.get(&other_spec, &src, 1, &set, &p).unwrap();
+        assert_ne!(o, e);
+        assert_eq!(other.len(), 2, "kept in the map: the slot is taken");
+        // Another source peer with the same set: not the slot's result.
+        let mut from = src;
+        from.rs_client = false;
+        assert_eq!(first.get(&spec, &from, 2, &set, &p).as_deref(), Some(&*e));
+        assert_eq!(first.len(), 2, "kept in the map");
+        // The first kind gone: the slot goes to the next kind that exports the set.
+        drop((first, second, kind));
+        let mut again = ExportCache::of_kind(kinds.for_spec(&other_spec));
+        assert_eq!(again.get(&other_spec, &src, 1, &set, &p), Some(o));
+        drop(other);
+        let mut third = ExportCache::of_kind(kinds.for_spec(&other_spec));
+        assert!(third.get(&other_spec, &src, 1, &set, &p).is_some());
+        assert_eq!(third.len(), 0, "found on the set, filled by `again`");
+        assert_eq!(
+            again.len(),
+            1,
+            "filled the freed slot: only its interned result"
+        );
     }
 }

@@ -19,7 +19,7 @@ use query::Selected;
 use dump::DumpWalk;
 use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
 use ribshard_rib::{
-    Change, ExportCache, Exported, GroupSpec, PeerIndex, Position, Shard, Walk, WalkOp,
+    Change, ExportCache, ExportKinds, Exported, GroupSpec, PeerIndex, Position, Shard, Walk, WalkOp,
 };
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -57,22 +57,34 @@ impl GroupState {
 /// The export caches of a shard's groups, one per way of exporting: groups whose specs differ
 /// only in their configured name (a reflector's clients in several groups) export every set
 /// alike, and a cache each cost hundreds of MB on rr (ten client groups, a million sets).
-#[derive(Default)]
-struct ExportCaches(HashMap<GroupSpec, Weak<Mutex<ExportCache>>>);
+/// Each is of the pipeline's [`ribshard_rib::ExportKind`] for the spec, so the shards share
+/// the results they keep on the sets.
+struct ExportCaches {
+    by_spec: HashMap<GroupSpec, Weak<Mutex<ExportCache>>>,
+    kinds: Arc<ExportKinds>,
+}
 
 impl ExportCaches {
+    fn new(kinds: Arc<ExportKinds>) -> ExportCaches {
+        ExportCaches {
+            by_spec: HashMap::new(),
+            kinds,
+        }
+    }
+
     fn for_spec(&mut self, spec: &GroupSpec) -> Arc<Mutex<ExportCache>> {
         let key = GroupSpec {
             name: String::new(),
             ..spec.clone()
         };
-        if let Some(c) = self.0.get(&key).and_then(Weak::upgrade) {
+        if let Some(c) = self.by_spec.get(&key).and_then(Weak::upgrade) {
             return c;
         }
         // Those of groups gone are dropped with them; their entries go here.
-        self.0.retain(|_, c| c.strong_count() > 0);
-        let c = Arc::new(Mutex::new(ExportCache::default()));
-        self.0.insert(key, Arc::downgrade(&c));
+        self.by_spec.retain(|_, c| c.strong_count() > 0);
+        let kind = self.kinds.for_spec(spec);
+        let c = Arc::new(Mutex::new(ExportCache::of_kind(kind)));
+        self.by_spec.insert(key, Arc::downgrade(&c));
         c
     }
 }
@@ -207,6 +219,7 @@ impl ShardWorker {
         inline: Option<UpdateWorker>,
         telemetry: Arc<Telemetry>,
         deferring: Arc<AtomicBool>,
+        kinds: Arc<ExportKinds>,
     ) -> ShardWorker {
         let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
@@ -219,7 +232,7 @@ impl ShardWorker {
             index,
             shard: Shard::new(config.options),
             groups: BTreeMap::new(),
-            caches: ExportCaches::default(),
+            caches: ExportCaches::new(kinds),
             walks: VecDeque::new(),
             dumps: VecDeque::new(),
             out,
@@ -410,7 +423,7 @@ impl ShardWorker {
                 // entries with a million attribute sets), and every tick cost 5% of the CPU.
                 if self.last_sweep.elapsed() >= CACHE_SWEEP {
                     self.last_sweep = std::time::Instant::now();
-                    for c in self.caches.0.values().filter_map(Weak::upgrade) {
+                    for c in self.caches.by_spec.values().filter_map(Weak::upgrade) {
                         let mut cache = locked(&c);
                         if cache.len() > 4096 {
                             cache.sweep();
@@ -816,7 +829,8 @@ mod tests {
     /// cache whose groups are all gone, gives a new one.
     #[test]
     fn groups_alike_but_for_name_share_an_export_cache() {
-        let mut caches = ExportCaches::default();
+        let kinds = Arc::new(ExportKinds::default());
+        let mut caches = ExportCaches::new(kinds.clone());
         let a = caches.for_spec(&spec("clients-a", false));
         let b = caches.for_spec(&spec("clients-b", false));
         assert!(Arc::ptr_eq(&a, &b));
@@ -825,6 +839,14 @@ mod tests {
         drop((a, b));
         let d = caches.for_spec(&spec("clients-a", false));
         assert_eq!(Arc::strong_count(&d), 1, "a new cache");
-        assert_eq!(caches.0.len(), 2, "the dropped one's entry removed");
+        assert_eq!(caches.by_spec.len(), 2, "the dropped one's entry removed");
+        // Another shard's caches are of the same kinds.
+        let mut other = ExportCaches::new(kinds.clone());
+        let _e = other.for_spec(&spec("clients-b", true));
+        assert_eq!(
+            kinds.len(),
+            2,
+            "a kind per spec but for name, across shards"
+        );
     }
 }
