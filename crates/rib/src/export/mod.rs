@@ -408,6 +408,7 @@ type CacheEntry = (Weak<RouteAttrs>, Option<Arc<Exported>>);
 #[derive(Default)]
 pub struct ExportCache {
     kind: Option<Arc<ExportKind>>,
+    seen: slot::Seen,
     /// Keyed by the source set's address; the value holds the set weakly, so the address
     /// cannot be reused while the entry exists.
     by_source: HashMap<(usize, PeerIndex), CacheEntry>,
@@ -462,12 +463,12 @@ impl ExportCache {
         }
         if let Some(kind) = &self.kind {
             let mut kept = attrs.export.lock();
-            match slot::claim(&kept, kind, peer) {
+            match self.seen.claim(&kept, kind, peer) {
                 // A set of one family's next hop used for the other's prefixes (rare)
                 // goes to the map below.
-                slot::Claim::Kept(k) => {
-                    if k.exported.as_ref().is_none_or(|e| e.family == family) {
-                        return k.exported.clone();
+                slot::Claim::Ours => {
+                    if kept.exported.as_ref().is_none_or(|e| e.family == family) {
+                        return kept.exported.clone();
                     }
                 }
                 slot::Claim::Free => {
@@ -494,6 +495,7 @@ impl ExportCache {
         self.by_source.retain(|_, (a, _)| a.strong_count() > 0);
         self.by_trace.retain(|_, (a, _)| a.strong_count() > 0);
         self.interned.retain(|e, _| Arc::strong_count(e) > 1);
+        self.seen.clear();
         self.sweep_at = self.len() * 2;
     }
 
@@ -592,7 +594,7 @@ mod tests {
             rr_cluster: None,
             rs_client: true,
         };
-        let kinds = ExportKinds::default();
+        let kinds = Arc::new(ExportKinds::default());
         let kind = kinds.for_spec(&spec);
         let (mut first, mut second) = (
             ExportCache::of_kind(kind.clone()),

@@ -14,97 +14,151 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// One way of exporting, shared by the caches of every shard for groups whose specs differ
-/// only in name. Compared by address; a slot holding a kind no cache holds any more is free
-/// to be taken.
+/// only in name. Its id is never reused, so a slot naming a kind no cache holds any more is
+/// free to be taken.
+#[derive(Debug)]
+pub struct ExportKind {
+    id: u32,
+    kinds: Arc<ExportKinds>,
+}
+
 #[derive(Debug, Default)]
-pub struct ExportKind(());
+struct Registry {
+    by_spec: HashMap<GroupSpec, Weak<ExportKind>>,
+    /// The last id given (0 marks an empty slot).
+    last: u32,
+}
 
 /// The kinds in use, by spec without its name: one registry per pipeline, shared by its
 /// shards (and by the shards of a re-shard, so the slots stay valid).
-#[derive(Default)]
-pub struct ExportKinds(Mutex<HashMap<GroupSpec, Weak<ExportKind>>>);
+#[derive(Debug, Default)]
+pub struct ExportKinds(Mutex<Registry>);
 
 impl ExportKinds {
-    pub fn for_spec(&self, spec: &GroupSpec) -> Arc<ExportKind> {
+    pub fn for_spec(self: &Arc<Self>, spec: &GroupSpec) -> Arc<ExportKind> {
         let key = GroupSpec {
             name: String::new(),
             ..spec.clone()
         };
-        let mut kinds = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(k) = kinds.get(&key).and_then(Weak::upgrade) {
+        let mut r = self.registry();
+        if let Some(k) = r.by_spec.get(&key).and_then(Weak::upgrade) {
             return k;
         }
-        kinds.retain(|_, k| k.strong_count() > 0);
-        let k = Arc::new(ExportKind(()));
-        kinds.insert(key, Arc::downgrade(&k));
+        r.by_spec.retain(|_, k| k.strong_count() > 0);
+        // After four billion kinds (policy changes), ids would be reused: give up sharing
+        // rather than risk it (every cache keeps its own).
+        r.last = r.last.saturating_add(1);
+        let id = if r.last == u32::MAX { 0 } else { r.last };
+        let k = Arc::new(ExportKind {
+            id,
+            kinds: self.clone(),
+        });
+        r.by_spec.insert(key, Arc::downgrade(&k));
         k
     }
 
-    /// Kinds in use (tests).
+    /// Kinds in use.
     pub fn len(&self) -> usize {
-        let kinds = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        kinds.values().filter(|k| k.strong_count() > 0).count()
+        let r = self.registry();
+        r.by_spec.values().filter(|k| k.strong_count() > 0).count()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
     }
-}
 
-/// What a set exports to under one kind. The peer is part of the key: a set is interned
-/// per session, but nothing stops a caller handing the same set with another source.
-#[derive(Debug)]
-pub(super) struct Kept {
-    kind: Weak<ExportKind>,
-    peer: PeerIndex,
-    pub(super) exported: Option<Arc<Exported>>,
-}
+    fn alive(&self, id: u32) -> bool {
+        let r = self.registry();
+        r.by_spec
+            .values()
+            .filter_map(Weak::upgrade)
+            .any(|k| k.id == id)
+    }
 
-/// The slot on each attribute set; empty until a shard exports the set. Locked for one
-/// lookup (or one export, so a second shard waits for the first's result rather than
-/// computing it again).
-#[derive(Debug, Default)]
-pub struct ExportSlot(Mutex<Option<Kept>>);
-
-/// Whose the slot is, for one lookup.
-pub(super) enum Claim<'a> {
-    /// This kind's result for this peer.
-    Kept(&'a Kept),
-    /// Empty, or its kind is gone: this kind may fill it.
-    Free,
-    /// Another kind in use holds it.
-    Taken,
-}
-
-impl ExportSlot {
-    pub(super) fn lock(&self) -> MutexGuard<'_, Option<Kept>> {
+    fn registry(&self) -> MutexGuard<'_, Registry> {
         self.0.lock().unwrap_or_else(|e| e.into_inner())
     }
 }
 
-pub(super) fn claim<'a>(
-    slot: &'a Option<Kept>,
-    kind: &Arc<ExportKind>,
+/// What a set exports to under one kind (0: none yet). The peer is part of the key: a set
+/// is interned per session, but nothing stops a caller handing the same set with another
+/// source.
+#[derive(Debug, Default)]
+pub(super) struct Kept {
+    kind: u32,
     peer: PeerIndex,
-) -> Claim<'a> {
-    match slot {
-        Some(k) if std::ptr::eq(k.kind.as_ptr(), Arc::as_ptr(kind)) && k.peer == peer => {
-            Claim::Kept(k)
+    pub(super) exported: Option<Arc<Exported>>,
+}
+
+/// The slot on each attribute set (24 octets); empty until a shard exports the set. Locked
+/// for one lookup (or one export, so a second shard waits for the first's result rather
+/// than computing it again).
+#[derive(Debug, Default)]
+pub struct ExportSlot(Mutex<Kept>);
+
+impl ExportSlot {
+    pub(super) fn lock(&self) -> MutexGuard<'_, Kept> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Whose the slot is, for one lookup.
+pub(super) enum Claim {
+    /// This kind's result for this peer.
+    Ours,
+    /// Empty, or its kind is gone: this kind may fill it.
+    Free,
+    /// Another kind in use holds it (or this kind, for another peer).
+    Taken,
+}
+
+/// Which kinds a cache found alive or gone: asking the registry takes its lock, and a set
+/// exported in two ways would ask on every lookup. A kind seen alive may have gone since
+/// (the slot is then left to it until the memo is cleared, at the cache's next sweep); one
+/// seen gone never comes back.
+#[derive(Default)]
+pub(super) struct Seen(HashMap<u32, bool>);
+
+impl Seen {
+    pub(super) fn clear(&mut self) {
+        self.0.retain(|_, alive| !*alive);
+    }
+
+    pub(super) fn claim(&mut self, kept: &Kept, kind: &ExportKind, peer: PeerIndex) -> Claim {
+        if kind.id == 0 {
+            return Claim::Taken;
         }
-        Some(k) if k.kind.strong_count() > 0 => Claim::Taken,
-        _ => Claim::Free,
+        if kept.kind == kind.id {
+            return if kept.peer == peer {
+                Claim::Ours
+            } else {
+                Claim::Taken
+            };
+        }
+        if kept.kind == 0 {
+            return Claim::Free;
+        }
+        let alive = *self
+            .0
+            .entry(kept.kind)
+            .or_insert_with(|| kind.kinds.alive(kept.kind));
+        if alive {
+            Claim::Taken
+        } else {
+            Claim::Free
+        }
     }
 }
 
 pub(super) fn fill(
-    slot: &mut Option<Kept>,
-    kind: &Arc<ExportKind>,
+    kept: &mut Kept,
+    kind: &ExportKind,
     peer: PeerIndex,
     exported: Option<Arc<Exported>>,
 ) {
-    *slot = Some(Kept {
-        kind: Arc::downgrade(kind),
+    *kept = Kept {
+        kind: kind.id,
         peer,
         exported,
-    });
+    };
 }
