@@ -545,13 +545,9 @@ mod tests {
         }
     }
 
-    /// A set no path holds any more leaves both the session's interner and the export
-    /// cache: neither keeps it for the other (a long-lived session's churn would otherwise
-    /// keep every set it ever received, in every group's cache).
-    #[test]
-    fn sets_no_path_holds_are_swept_from_interner_and_cache() {
-        let spec = route_server();
-        let src = PeerInfo {
+    /// A route server client in AS 65001.
+    fn client() -> PeerInfo {
+        PeerInfo {
             ebgp: true,
             router_id: 1,
             address: u128::from(0x7f00_0010u32),
@@ -559,7 +555,16 @@ mod tests {
             peer_as: 65_001,
             rr_cluster: None,
             rs_client: true,
-        };
+        }
+    }
+
+    /// A set no path holds any more leaves both the session's interner and the export
+    /// cache: neither keeps it for the other (a long-lived session's churn would otherwise
+    /// keep every set it ever received, in every group's cache).
+    #[test]
+    fn sets_no_path_holds_are_swept_from_interner_and_cache() {
+        let spec = route_server();
+        let src = client();
         let mut interner = Interner::new(LoopChecks::default());
         let mut cache = ExportCache::default();
         let p = Prefix::v4(Ipv4Addr::new(10, 0, 0, 0), 8).unwrap();
@@ -585,15 +590,7 @@ mod tests {
     #[test]
     fn shards_share_the_results_kept_on_sets() {
         let spec = route_server();
-        let src = PeerInfo {
-            ebgp: true,
-            router_id: 1,
-            address: u128::from(0x7f00_0010u32),
-            local_as: 65_000,
-            peer_as: 65_001,
-            rr_cluster: None,
-            rs_client: true,
-        };
+        let src = client();
         let kinds = Arc::new(ExportKinds::default());
         let kind = kinds.for_spec(&spec);
         let (mut first, mut second) = (
