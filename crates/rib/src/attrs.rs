@@ -345,7 +345,10 @@ impl Borrow<[u8]> for ByKey {
 /// session task that parses the source's UPDATEs, so it needs no lock; sets no path holds any
 /// more are swept out as the table grows.
 pub struct Interner {
-    sets: HashSet<ByKey>,
+    /// foldhash rather than SipHash (which was 2% of the daemon's CPU taking in two full
+    /// tables): its `quality` variant, seeded at random per interner, since the keys are a
+    /// peer's bytes.
+    sets: HashSet<ByKey, foldhash::quality::RandomState>,
     checks: LoopChecks,
     scratch: Vec<u8>,
     sweep_at: usize,
@@ -354,7 +357,7 @@ pub struct Interner {
 impl Interner {
     pub fn new(checks: LoopChecks) -> Interner {
         Interner {
-            sets: HashSet::new(),
+            sets: HashSet::default(),
             checks,
             scratch: Vec::with_capacity(256),
             sweep_at: 1024,
