@@ -617,6 +617,12 @@ mod tests {
         let o = other.get(&other_spec, &src, 1, &set, &p).unwrap();
         assert_ne!(o, e);
         assert_eq!(other.len(), 2, "kept in the map: the slot is taken");
+        // Another pipeline's registry (the same set handed to two, as tests do): its kinds
+        // never read, nor take, this one's slots.
+        let elsewhere = Arc::new(ExportKinds::default());
+        let mut theirs = ExportCache::of_kind(elsewhere.for_spec(&other_spec));
+        assert_eq!(theirs.get(&other_spec, &src, 1, &set, &p), Some(o.clone()));
+        assert_eq!(theirs.len(), 2, "kept in its map: the slot's kind is alive");
         // Another source peer with the same set: not the slot's result.
         let mut from = src;
         from.rs_client = false;

@@ -10,7 +10,8 @@
 
 use super::{Exported, GroupSpec};
 use crate::shard::PeerIndex;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 /// One way of exporting, shared by the caches of every shard for groups whose specs differ
@@ -19,14 +20,30 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 #[derive(Debug)]
 pub struct ExportKind {
     id: u32,
-    kinds: Arc<ExportKinds>,
+}
+
+impl Drop for ExportKind {
+    fn drop(&mut self) {
+        live().remove(&self.id);
+    }
 }
 
 #[derive(Debug, Default)]
 struct Registry {
     by_spec: HashMap<GroupSpec, Weak<ExportKind>>,
-    /// The last id given (0 marks an empty slot).
-    last: u32,
+}
+
+/// The last kind id given, in the whole process (0 marks an empty slot): unique across
+/// registries too, so a set handed to two pipelines (tests, benches) can never show one the
+/// other's result.
+static LAST_ID: AtomicU32 = AtomicU32::new(0);
+
+/// The ids of the kinds alive, in the whole process (so a pipeline never takes a slot another
+/// one is using). Asked only when a slot holds another kind, and then once per cache sweep.
+static LIVE: Mutex<BTreeSet<u32>> = Mutex::new(BTreeSet::new());
+
+fn live() -> MutexGuard<'static, BTreeSet<u32>> {
+    LIVE.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The kinds in use, by spec without its name: one registry per pipeline, shared by its
@@ -35,7 +52,7 @@ struct Registry {
 pub struct ExportKinds(Mutex<Registry>);
 
 impl ExportKinds {
-    pub fn for_spec(self: &Arc<Self>, spec: &GroupSpec) -> Arc<ExportKind> {
+    pub fn for_spec(&self, spec: &GroupSpec) -> Arc<ExportKind> {
         let key = GroupSpec {
             name: String::new(),
             ..spec.clone()
@@ -46,13 +63,14 @@ impl ExportKinds {
         }
         r.by_spec.retain(|_, k| k.strong_count() > 0);
         // After four billion kinds (policy changes), ids would be reused: give up sharing
-        // rather than risk it (every cache keeps its own).
-        r.last = r.last.saturating_add(1);
-        let id = if r.last == u32::MAX { 0 } else { r.last };
-        let k = Arc::new(ExportKind {
-            id,
-            kinds: self.clone(),
-        });
+        // rather than risk it (id 0: every cache keeps its own).
+        let id = LAST_ID
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |n| n.checked_add(1))
+            .map_or(0, |n| n + 1);
+        if id != 0 {
+            live().insert(id);
+        }
+        let k = Arc::new(ExportKind { id });
         r.by_spec.insert(key, Arc::downgrade(&k));
         k
     }
@@ -65,14 +83,6 @@ impl ExportKinds {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-
-    fn alive(&self, id: u32) -> bool {
-        let r = self.registry();
-        r.by_spec
-            .values()
-            .filter_map(Weak::upgrade)
-            .any(|k| k.id == id)
     }
 
     fn registry(&self) -> MutexGuard<'_, Registry> {
@@ -112,8 +122,8 @@ pub(super) enum Claim {
     Taken,
 }
 
-/// Which kinds a cache found alive or gone: asking the registry takes its lock, and a set
-/// exported in two ways would ask on every lookup. A kind seen alive may have gone since
+/// Which kinds a cache found alive or gone: asking takes the process-wide lock of [`LIVE`],
+/// and a set exported in two ways would ask on every lookup. A kind seen alive may have gone since
 /// (the slot is then left to it until the memo is cleared, at the cache's next sweep); one
 /// seen gone never comes back.
 #[derive(Default)]
@@ -141,7 +151,7 @@ impl Seen {
         let alive = *self
             .0
             .entry(kept.kind)
-            .or_insert_with(|| kind.kinds.alive(kept.kind));
+            .or_insert_with(|| live().contains(&kept.kind));
         if alive {
             Claim::Taken
         } else {
