@@ -135,8 +135,8 @@ pub struct Pipeline {
     /// The neighbors up, with update-delay on: when the last goes down, the deferral
     /// starts again.
     neighbors: Mutex<Option<deferral::Neighbors>>,
-    /// The ways of exporting in use, shared by every generation of shards: an export
-    /// result kept on an attribute set is found by the shards of a re-shard too.
+    /// The ways of exporting in use, shared by every generation of shards (export results
+    /// are kept on the attribute sets under a kind's id: `ribshard_rib::ExportKinds`).
     kinds: Arc<ExportKinds>,
 }
 

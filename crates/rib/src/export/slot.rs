@@ -47,7 +47,9 @@ fn live() -> MutexGuard<'static, BTreeSet<u32>> {
 }
 
 /// The kinds in use, by spec without its name: one registry per pipeline, shared by its
-/// shards (and by the shards of a re-shard, so the slots stay valid).
+/// shards and kept across re-shards. A re-shard drops the old shards' caches before the new
+/// ones are made, so their kinds get new ids and the slots are filled again as the sets are
+/// exported, as the per-shard caches were.
 #[derive(Debug, Default)]
 pub struct ExportKinds(Mutex<Registry>);
 
