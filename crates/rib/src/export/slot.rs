@@ -125,9 +125,9 @@ pub(super) enum Claim {
 }
 
 /// Which kinds a cache found alive or gone: asking takes the process-wide lock of [`LIVE`],
-/// and a set exported in two ways would ask on every lookup. A kind seen alive may have gone since
-/// (the slot is then left to it until the memo is cleared, at the cache's next sweep); one
-/// seen gone never comes back.
+/// and a set exported in two ways would ask on every lookup. A kind seen alive may have gone
+/// since (the slot is then left to it until the memo is cleared, at the cache's next sweep);
+/// one seen gone never comes back.
 #[derive(Default)]
 pub(super) struct Seen(HashMap<u32, bool>);
 
