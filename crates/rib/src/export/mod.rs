@@ -92,6 +92,17 @@ pub struct GroupSpec {
     pub role: Option<u8>,
 }
 
+impl GroupSpec {
+    /// The way of exporting: the spec but for its configured name, which changes nothing a
+    /// group sends (the key of export caches and kinds).
+    pub fn without_name(&self) -> GroupSpec {
+        GroupSpec {
+            name: String::new(),
+            ..self.clone()
+        }
+    }
+}
+
 /// An attribute set as one update group sends it: encoded once for the group's sessions.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Exported {

@@ -55,10 +55,7 @@ pub struct ExportKinds(Mutex<Registry>);
 
 impl ExportKinds {
     pub fn for_spec(&self, spec: &GroupSpec) -> Arc<ExportKind> {
-        let key = GroupSpec {
-            name: String::new(),
-            ..spec.clone()
-        };
+        let key = spec.without_name();
         let mut r = self.registry();
         if let Some(k) = r.by_spec.get(&key).and_then(Weak::upgrade) {
             return k;

@@ -73,10 +73,7 @@ impl ExportCaches {
     }
 
     fn for_spec(&mut self, spec: &GroupSpec) -> Arc<Mutex<ExportCache>> {
-        let key = GroupSpec {
-            name: String::new(),
-            ..spec.clone()
-        };
+        let key = spec.without_name();
         if let Some(c) = self.by_spec.get(&key).and_then(Weak::upgrade) {
             return c;
         }
