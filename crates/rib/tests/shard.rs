@@ -437,3 +437,55 @@ fn dump_places_read_the_table_as_it_is() {
     assert_eq!(changes.len(), 1);
     assert_eq!(read(&s), vec![Some(p(3)), Some(p(2))]);
 }
+
+proptest! {
+    /// A dump order holds every reported prefix once, under the set and source of its best
+    /// path, the groups in key order; and two tables holding the same sets (two shards)
+    /// order those sets alike, whatever order the routes came in.
+    #[test]
+    fn dump_order_groups_every_best_path_once_in_key_order(
+        routes in proptest::collection::vec((0u32..400, 0u32..3, 0usize..6), 1..600),
+    ) {
+        let sets: Vec<Arc<RouteAttrs>> = (0..6u32).map(|i| attrs(&[65001, 100 + i], None, None)).collect();
+        let mut s = Shard::new(Options::default());
+        let mut t = Shard::new(Options::default());
+        for i in 0..3 {
+            s.set_peer(i, peer(i, true));
+            t.set_peer(i, peer(i, true));
+        }
+        for &(n, from, set) in &routes {
+            s.announce(from, &sets[set], [Nlri::new(p(n))]);
+        }
+        // The same routes in the other order into another table.
+        for &(n, from, set) in routes.iter().rev() {
+            t.announce(from, &sets[set], [Nlri::new(p(n))]);
+        }
+        s.drain_changes();
+        t.drain_changes();
+        for table in [&s, &t] {
+            let order = table.reported_by_set();
+            let mut seen = std::collections::BTreeSet::new();
+            for (i, set) in order.sets.iter().enumerate() {
+                let places = order.places_of(i, 0);
+                prop_assert_eq!(places.len(), set.len as usize);
+                for at in places {
+                    let prefix = table.dump_prefix(*at).unwrap();
+                    let best = table.reported(&prefix).unwrap();
+                    prop_assert!(Arc::ptr_eq(&best.attrs, &set.attrs));
+                    prop_assert_eq!(best.peer, set.key.1);
+                    prop_assert!(seen.insert(prefix), "a prefix twice");
+                }
+            }
+            prop_assert_eq!(seen.len(), table.prefixes());
+            prop_assert!(order.sets.windows(2).all(|w| w[0].key <= w[1].key));
+        }
+        let keys = |x: &Shard| -> std::collections::BTreeSet<_> { x.reported_by_set().sets.iter().map(|s| s.key).collect() };
+        let (ks, kt) = (keys(&s), keys(&t));
+        // Both orders are of one key list: the keys both have come in one order.
+        let both: Vec<_> = ks.intersection(&kt).copied().collect();
+        let in_s: Vec<_> = s.reported_by_set().sets.iter().map(|x| x.key).filter(|k| kt.contains(k)).collect();
+        let in_t: Vec<_> = t.reported_by_set().sets.iter().map(|x| x.key).filter(|k| ks.contains(k)).collect();
+        prop_assert_eq!(&in_s, &both);
+        prop_assert_eq!(&in_t, &both);
+    }
+}
