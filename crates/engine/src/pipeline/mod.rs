@@ -32,6 +32,7 @@
 
 mod batcher;
 mod deferral;
+mod give_back;
 mod lanes;
 mod messages;
 mod query;

@@ -4,6 +4,7 @@
 //! between messages. Questions ([`super::Query`], module `query`) are answered between the
 //! same messages, from the table as decided.
 
+use super::give_back;
 use super::lanes::blocking;
 use super::update_thread::UpdateWorker;
 use super::{
@@ -189,6 +190,8 @@ pub(super) struct ShardWorker {
     /// in order: the group they come from goes on getting their changes until their dump
     /// in the new group starts.
     moving: HashMap<MemberId, Vec<(GroupId, GroupId)>>,
+    /// The Adj-RIB-In's paths when the first of the peer-down walks under way began.
+    paths_before_downs: Option<usize>,
 }
 
 /// A member held back by the start-up deferral, and the dump it will get (token 0, the
@@ -250,6 +253,7 @@ impl ShardWorker {
             rendered_hint: 0,
             deferring,
             held_members: Vec::new(),
+            paths_before_downs: None,
             moving: HashMap::new(),
         }
     }
@@ -455,6 +459,11 @@ impl ShardWorker {
                 // What is decided so far goes into the table dumps, not out as changes
                 // ahead of them (the held members are in no group yet).
                 self.drain();
+                // The tables have arrived: what their arrival freed goes back before the
+                // dumps build theirs.
+                if self.index == 0 {
+                    give_back::give_back();
+                }
                 for (m, token, previous) in std::mem::take(&mut self.held_members) {
                     self.add_member(m, token, previous);
                 }
@@ -468,6 +477,9 @@ impl ShardWorker {
                     Some(f) => WalkOp::MarkStale(f),
                     None => WalkOp::Remove,
                 };
+                if matches!(op, WalkOp::Remove) {
+                    self.paths_before_downs.get_or_insert(self.shard.paths());
+                }
                 let w = self.shard.walk(peer, op);
                 self.walks.push_back(w);
                 if let Some((group, id)) = member {
@@ -545,11 +557,24 @@ impl ShardWorker {
         }
     }
 
+    /// The last walk is done: if peers that went down took many paths with them, their
+    /// memory goes back to the system.
+    fn walks_done(&mut self) {
+        let Some(before) = self.paths_before_downs.take() else {
+            return;
+        };
+        if before.saturating_sub(self.shard.paths()) >= give_back::AFTER_PATHS {
+            give_back::give_back();
+        }
+    }
+
     /// One bounded step of walking: peer walks first, then dumps, then counting.
     fn step(&mut self) {
         if let Some(mut w) = self.walks.pop_front() {
             if !self.shard.walk_step(&mut w, WALK_BUDGET) {
                 self.walks.push_front(w);
+            } else if self.walks.is_empty() {
+                self.walks_done();
             }
             return;
         }
