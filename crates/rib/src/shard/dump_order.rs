@@ -66,59 +66,49 @@ impl Shard {
     /// over the table as it lies in memory; the walk then exports once per group. The
     /// prefixes are one array (a vector per group cost 13 MiB more on two full tables).
     pub fn reported_by_set(&self) -> DumpOrder {
-        let mut sets: Vec<DumpSet> = Vec::new();
-        let mut at: hashbrown::HashMap<(*const RouteAttrs, PeerIndex), u32> =
-            hashbrown::HashMap::new();
-        let mut found: Vec<(u32, Handle)> = Vec::with_capacity(self.dests.len());
+        // Every reported prefix with its best path's set (by address: interned) and source,
+        // sorted so that each set's prefixes lie together, in table order. A sort rather
+        // than a map from set to group: the map's buckets and a list of groups grown by
+        // doubling cost more than this list, at the table's largest moment, in every shard.
+        let mut found: Vec<(usize, PeerIndex, Handle)> = Vec::with_capacity(self.dests.len());
         for (h, _, d) in self.dests.iter_from(Handle::FIRST) {
-            let Some(best) = d.reported_path() else {
-                continue;
-            };
-            let i = *at
-                .entry((Arc::as_ptr(&best.attrs), best.peer))
-                .or_insert_with(|| {
-                    sets.push(DumpSet {
-                        key: (dump_hash(&best.attrs), best.peer),
-                        attrs: best.attrs.clone(),
-                        start: 0,
-                        len: 0,
-                    });
-                    (sets.len() - 1) as u32
+            if let Some(best) = d.reported_path() {
+                found.push((Arc::as_ptr(&best.attrs) as usize, best.peer, h));
+            }
+        }
+        found.sort_unstable();
+        let same = |a: &(usize, PeerIndex, Handle), b: &(usize, PeerIndex, Handle)| {
+            (a.0, a.1) == (b.0, b.1)
+        };
+        let mut sets: Vec<DumpSet> = Vec::with_capacity(found.chunk_by(same).count());
+        let mut at = 0u32;
+        for run in found.chunk_by(same) {
+            let attrs = run
+                .first()
+                .and_then(|f| self.dests.at_with_key(f.2))
+                .and_then(|(_, d)| d.reported_path())
+                .map(|best| best.attrs.clone());
+            if let (Some(attrs), Some(f)) = (attrs, run.first()) {
+                sets.push(DumpSet {
+                    key: (dump_hash(&attrs), f.1),
+                    attrs,
+                    start: at,
+                    len: run.len() as u32,
                 });
-            if let Some(s) = sets.get_mut(i as usize) {
-                s.len += 1;
             }
-            found.push((i, h));
+            at += run.len() as u32;
         }
-        drop(at);
-        // Sets in key order, each given its place; then every prefix into its set's place.
-        // Ties (two sets of one source whose contents hash alike) go by first sight, so the
-        // order is total and the starts rise along it.
-        let mut order: Vec<u32> = (0..sets.len() as u32).collect();
-        order.sort_unstable_by_key(|&i| (sets.get(i as usize).map(|s| s.key), i));
-        let mut next = 0u32;
-        for &i in &order {
-            if let Some(s) = sets.get_mut(i as usize) {
-                s.start = next;
-                next += s.len;
-            }
+        // Groups in key order (ties, two sets of one source whose contents hash alike, by
+        // where their prefixes lie: a total order), then their prefixes in that order.
+        sets.sort_unstable_by_key(|s| (s.key, s.start));
+        let mut places: Vec<DumpPlace> = Vec::with_capacity(found.len());
+        for s in &mut sets {
+            let run = found
+                .get(s.start as usize..(s.start + s.len) as usize)
+                .unwrap_or(&[]);
+            s.start = places.len() as u32;
+            places.extend(run.iter().map(|f| DumpPlace(f.2)));
         }
-        drop(order);
-        let mut fill: Vec<u32> = sets.iter().map(|s| s.start).collect();
-        let mut places: Vec<DumpPlace> = vec![DumpPlace(Handle::FIRST); found.len()];
-        for (i, h) in found {
-            if let Some(f) = fill.get_mut(i as usize) {
-                if let Some(slot) = places.get_mut(*f as usize) {
-                    *slot = DumpPlace(h);
-                }
-                *f += 1;
-            }
-        }
-        drop(fill);
-        // Into key order where they lie (starts rise along it, each set has a prefix):
-        // sorting a copy kept two lists of sets at the table's largest moment.
-        sets.sort_unstable_by_key(|s| s.start);
-        sets.shrink_to_fit();
         DumpOrder { sets, places }
     }
 
