@@ -68,8 +68,10 @@ impl Shard {
     pub fn reported_by_set(&self) -> DumpOrder {
         // Every reported prefix with its best path's set (by address: interned) and source,
         // sorted so that each set's prefixes lie together, in table order. A sort rather
-        // than a map from set to group: the map's buckets and a list of groups grown by
-        // doubling cost more than this list, at the table's largest moment, in every shard.
+        // than a map from set to group: this list is one allocation, handed back to the
+        // system whole once the order is built, where the map's growth and a list of groups
+        // grown by doubling left pieces in the shard thread's allocator arena (peak RSS 4
+        // MiB lower on two full tables at one shard, though 2 MiB more while built).
         let mut found: Vec<(usize, PeerIndex, Handle)> = Vec::with_capacity(self.dests.len());
         for (h, _, d) in self.dests.iter_from(Handle::FIRST) {
             if let Some(best) = d.reported_path() {
