@@ -85,14 +85,14 @@ impl Shard {
         let mut sets: Vec<DumpSet> = Vec::with_capacity(found.chunk_by(same).count());
         let mut at = 0u32;
         for run in found.chunk_by(same) {
-            let attrs = run
-                .first()
-                .and_then(|f| self.dests.at_with_key(f.2))
-                .and_then(|(_, d)| d.reported_path())
-                .map(|best| best.attrs.clone());
-            if let (Some(attrs), Some(f)) = (attrs, run.first()) {
+            // A run is never empty; its set is read from its first prefix's best path.
+            let first = run.first().and_then(|&(_, peer, h)| {
+                let (_, d) = self.dests.at_with_key(h)?;
+                Some((d.reported_path()?.attrs.clone(), peer))
+            });
+            if let Some((attrs, peer)) = first {
                 sets.push(DumpSet {
-                    key: (dump_hash(&attrs), f.1),
+                    key: (dump_hash(&attrs), peer),
                     attrs,
                     start: at,
                     len: run.len() as u32,
