@@ -281,6 +281,16 @@ impl UpdateGroup {
         self.members.is_empty()
     }
 
+    /// Whether a table dump to any member is under way (parts held or members waiting for
+    /// a shard's walk).
+    pub fn dumping(&self) -> bool {
+        self.held_dump.is_some()
+            || self
+                .members
+                .iter()
+                .any(|m| matches!(m.state, State::Dumping { .. }))
+    }
+
     /// Whether live changes held for the group should be encoded now: a member following
     /// the live stream can take them (see [`PACK_BELOW`]), or none follows it (what is
     /// withdrawn meanwhile is remembered per member, so holding would gain nothing).

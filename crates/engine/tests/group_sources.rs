@@ -168,3 +168,35 @@ fn members_that_are_sources_share_one_encoding_without_their_own_paths() {
     );
     assert_eq!(group.stats.prefixes_advertised, 10);
 }
+
+#[test]
+fn a_group_is_dumping_until_every_shard_has_ended_every_members_dump() {
+    // Two shards: the update worker gives memory back only once no group is dumping.
+    let mut group = UpdateGroup::new(1, Arc::new(spec(5)), 2, WriteQueueLimits::default());
+    let ids = [1u32, 2].map(|peer| MemberId { peer, epoch: 0 });
+    let sink = Pieces::default();
+    let token = 3;
+    assert!(!group.dumping(), "no member yet");
+    for id in ids {
+        group.join(id, Box::new(sink.clone()), token);
+    }
+    assert!(group.dumping(), "members waiting for their dumps");
+    let a = set(&[1]);
+    let members: Vec<_> = ids.iter().map(|id| (*id, token)).collect();
+    for shard in 0..2 {
+        for id in ids {
+            group.dump_begin(shard, id, token);
+        }
+        let part = vec![((shard as u64, 0), announce(shard as u8 + 1, &a, 7))];
+        group.dump(shard, &members, part);
+    }
+    for id in ids {
+        group.dump_end(0, id, token);
+    }
+    assert!(group.dumping(), "shard 1 has not ended its walk");
+    group.dump_end(1, ids[0], token);
+    assert!(group.dumping(), "member 2 still waits for shard 1");
+    group.dump_end(1, ids[1], token);
+    assert!(!group.dumping(), "every member in step");
+    assert_eq!(sink.take().announced, prefixes(&[1, 2]));
+}

@@ -1,13 +1,16 @@
 //! Giving freed memory back to the system where a burst of the pipeline's work has ended.
 //!
 //! glibc keeps what a thread frees in the arena it came from, for that arena's next
-//! allocations. A burst (two full tables arriving, a full-table peer going down) leaves each
-//! arena that took part holding free pages no other thread's arena can use, and the next
-//! burst, on other threads (a table dump, the withdrawals), adds its own on top.
-//! `malloc_trim` hands back the free pages of every arena. Called at the end of a burst,
-//! never on a timer or in the middle of one, and at most once per [`EVERY`]. Two full
-//! tables: the single-threaded mode's peak RSS 85 to 81 MiB; not the two-shard mode's,
-//! whose height (10-20 MiB over the live heap) comes while the tables arrive.
+//! allocations. A burst (two full tables arriving, a table dump, a full-table peer going
+//! down) leaves each arena that took part holding free pages no other thread's arena can
+//! use, and the next burst, on other threads, adds its own on top. `malloc_trim` hands back
+//! the free pages of every arena (a fraction of a millisecond for two full tables). Called
+//! at the end of a burst, never on a timer or in the middle of one: at most once per
+//! [`EVERY`], or once per [`AFTER_ENTRIES`] of a table dump's work. Two full tables: the
+//! single-threaded mode's peak RSS 85 to 81 MiB (the arrival's end); after the table dumps,
+//! the two-shard mode's RSS about 99 to 79 MiB (the dumps' entries are made by the shards
+//! and freed by the update threads), which takes that much off the height of a peer's
+//! withdrawals later; not the two-shard mode's peak, which comes during the dumps.
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::OnceLock;
@@ -18,6 +21,10 @@ const EVERY: Duration = Duration::from_millis(500);
 
 /// Paths a shard must have dropped in its peer-down walks for their end to be a burst's.
 pub(super) const AFTER_PATHS: usize = 50_000;
+
+/// Table dump entries an update worker must have handled since it last gave memory back
+/// for the end of its dumps to be a burst's.
+pub(super) const AFTER_ENTRIES: usize = 50_000;
 
 /// Hands free pages back to the system, unless it was done within [`EVERY`]. Returns
 /// whether it did.
@@ -30,6 +37,14 @@ pub(super) fn give_back() -> bool {
     }
     trim();
     true
+}
+
+/// Hands free pages back to the system at once: for the end of a burst whose own size
+/// bounds how often it comes (the caller's count of work since its last trim, at least
+/// [`AFTER_ENTRIES`]), so it need not wait out [`EVERY`] after another burst's trim (the
+/// arrival's end comes a few milliseconds before the dumps begin).
+pub(super) fn give_back_after_work() {
+    trim();
 }
 
 /// At most one claim per interval, across threads.

@@ -4,6 +4,7 @@
 //! It never blocks on a shard, and never sends a member anything out of the order the
 //! shards decided it in.
 
+use super::give_back;
 use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{DumpRequest, Entry, GroupId, MemberId, UpdateGroup, WriteQueueLimits};
@@ -44,6 +45,8 @@ pub(super) struct UpdateWorker {
     /// Moves of a member still moving in from its previous group, in order: each goes once
     /// every shard has handed the member over (a member is in two groups at most).
     deferred_moves: Vec<Move>,
+    /// Table dump entries handled since memory was last given back ([`give_back`]).
+    dumped: usize,
 }
 
 /// A member moving from `group` to `to` (made with `spec` if new).
@@ -92,6 +95,17 @@ impl UpdateWorker {
             held: BTreeMap::new(),
             held_entries: 0,
             deferred_moves: Vec::new(),
+            dumped: 0,
+        }
+    }
+
+    /// The table dumps this worker handled have all ended: their entries, made by the
+    /// shards and freed here, are free pages in the shards' arenas, and the next burst (the
+    /// withdrawals of a peer going down) would add its own on top.
+    fn dumps_ended(&mut self) {
+        if self.dumped >= give_back::AFTER_ENTRIES && !self.groups.values().any(|g| g.dumping()) {
+            self.dumped = 0;
+            give_back::give_back_after_work();
         }
     }
 
@@ -382,6 +396,7 @@ impl UpdateWorker {
                 keys,
                 entries,
             } => {
+                self.dumped += entries.len();
                 if let Some(g) = self.groups.get_mut(&group) {
                     let entries = keys.into_iter().zip(entries).collect();
                     g.dump(shard, &members, entries);
@@ -396,6 +411,7 @@ impl UpdateWorker {
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.dump_end(shard, member, token);
                 }
+                self.dumps_ended();
             }
             ToUpdate::Barrier(ack) => {
                 let _ = ack.send(());
