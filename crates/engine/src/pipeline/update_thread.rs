@@ -99,9 +99,9 @@ impl UpdateWorker {
         }
     }
 
-    /// The table dumps this worker handled have all ended: their entries, made by the
-    /// shards and freed here, are free pages in the shards' arenas, and the next burst (the
-    /// withdrawals of a peer going down) would add its own on top.
+    /// After a shard's dump end: once no group of this worker is dumping, the entries of
+    /// the dumps it took (made by the shards, freed here) are free pages in the shards'
+    /// arenas, under whatever comes next (a peer's withdrawals), so they go back.
     fn dumps_ended(&mut self) {
         if self.dumped >= give_back::AFTER_ENTRIES && !self.groups.values().any(|g| g.dumping()) {
             self.dumped = 0;
