@@ -244,3 +244,76 @@ async fn same_tables_downstream_for_every_thread_setting() {
     let t = run(1, 0, 27805, &steps).await;
     assert_eq!(t, base, "re-sharded through {steps:?}");
 }
+
+/// A session takes in every message one read brought before it waits again (one wake of its
+/// task per read rather than per message): none of them is lost, and none after a message
+/// that ends the session is taken in.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_read_together_are_taken_in_up_to_one_that_ends_the_session() {
+    const UP: ([u8; 4], u32) = ([127, 0, 0, 54], 65054);
+    const DOWN: ([u8; 4], u32) = ([127, 0, 0, 63], 65063);
+    let listen = SocketAddr::from(([127, 0, 0, 50], 27806));
+    let peers = vec![peer(UP.0, UP.1, false), peer(DOWN.0, DOWN.1, true)];
+    let (pipeline, sessions) = harness::start(2, 2, Default::default(), peers, listen).await;
+    let mut down = RawPeer::connect(IpAddr::from(DOWN.0), listen).await;
+    down.establish(DOWN.1, 30).await;
+    let mut up = RawPeer::connect(IpAddr::from(UP.0), listen).await;
+    up.establish(UP.1, 30).await;
+    let b = UpdateBuilder::new(params());
+    let attrs = b.encode_attributes(&PathAttributes::canonical([
+        AttrValue::Origin(Origin::Igp),
+        AttrValue::AsPath(AsPath::sequence([UP.1])),
+        AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 54)),
+    ]));
+    // UPDATEs of 10 /24s each, the first octet `a`, from `from` on.
+    let updates = |a: u32, from: u32, n: u32, out: &mut Vec<u8>| {
+        for i in from..from + n {
+            let nlri: Vec<Nlri> = (0..10)
+                .map(|k| {
+                    Nlri::new(Prefix::v4(Ipv4Addr::from(a << 24 | i << 12 | k << 8), 24).unwrap())
+                })
+                .collect();
+            b.announce(&attrs, Family::Ipv4Unicast, &[], &nlri, out)
+                .unwrap();
+        }
+    };
+    // 200 UPDATEs in one write: all 2,000 prefixes reach the downstream peer.
+    let mut burst = Vec::new();
+    updates(10, 0, 200, &mut burst);
+    up.send(&burst).await;
+    let t = table(&mut down).await;
+    assert_eq!(t.len(), 2000);
+    // Ten more, a malformed one (a /33: the session is reset, RFC 7606 section 5.3), ten
+    // after it: the ten after it never reach the RIB.
+    let mut burst = Vec::new();
+    updates(11, 0, 10, &mut burst);
+    let mut bad = vec![0xff; 16];
+    bad.extend_from_slice(&[0, 29, 2, 0, 0, 0, 0, 33, 1, 2, 3, 4, 5]);
+    let len = bad.len() as u16;
+    bad[16..18].copy_from_slice(&len.to_be_bytes());
+    burst.extend_from_slice(&bad);
+    updates(12, 0, 10, &mut burst);
+    up.send(&burst).await;
+    let n = up.notification().await.expect("a NOTIFICATION");
+    assert_eq!((n.code, n.subcode), (3, 10));
+    let mut announced = Vec::new();
+    let mut table = t;
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_millis(1500), down.recv()).await {
+        if let Ok(Message::Update(u)) = decode(&m, &params()) {
+            for n in u.withdrawn_all() {
+                table.remove(&n.prefix);
+            }
+            for n in u.announced() {
+                announced.push(n.prefix);
+                table.insert(n.prefix, Vec::new());
+            }
+        }
+    }
+    let after = |p: &Prefix| matches!(p, Prefix::V4 { addr, .. } if addr >> 24 == 12);
+    assert!(!announced.iter().any(after), "{announced:?}");
+    assert!(
+        table.is_empty(),
+        "the session's routes went with it: {table:?}"
+    );
+    harness::stop(pipeline, sessions).await;
+}

@@ -298,6 +298,15 @@ impl Conn {
         matches!(frame(&self.buf, max_len), Ok(Some(_)))
     }
 
+    /// The next whole message if it is already buffered (taking it will not wait).
+    pub(crate) fn buffered_message(&mut self, max_len: usize) -> Option<Result<Bytes, ReadError>> {
+        match frame(&self.buf, max_len) {
+            Ok(Some(len)) => Some(Ok(self.buf.split_to(len).freeze())),
+            Ok(None) => None,
+            Err(e) => Some(Err(ReadError::Header(e))),
+        }
+    }
+
     /// Closes after everything queued is written, or after [`CLOSE_GRACE`]. The read side is
     /// drained until the neighbor closes too: closing a socket with unread data makes Linux
     /// send a RST, which can destroy a NOTIFICATION still in flight (RFC 4271 section 6 wants

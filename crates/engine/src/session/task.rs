@@ -40,6 +40,11 @@ pub(super) enum Ending {
     Other,
 }
 
+/// The most messages taken in per wake of the session task: the buffer holds what one read
+/// brought (up to 64 KiB and more: thousands of KEEPALIVEs), and control requests and timers
+/// wait while they are taken in.
+const BUFFERED_AT_ONCE: usize = 64;
+
 /// What woke the session task.
 enum Wake {
     Control(Option<Control>),
@@ -252,7 +257,9 @@ impl Session {
                 Wake::Control(None) => return,
                 Wake::Read(r) => {
                     self.received(r);
+                    self.received_buffered();
                     // Hand routes on when the batch is full or nothing more is buffered.
+                    let max_len = self.max_len();
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
                     if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                         self.flush_routes();
@@ -288,6 +295,24 @@ impl Session {
             }
             self.sync_output();
             crate::telemetry::session_item(began.elapsed());
+        }
+    }
+
+    /// Takes in the messages already buffered, up to [`BUFFERED_AT_ONCE`], while reading
+    /// is allowed (no backpressure) and the batch has room: one wake of the loop above per
+    /// read from the socket rather than per message (its timers, clock reads and select
+    /// cost as much as a small UPDATE's decoding).
+    fn received_buffered(&mut self) {
+        for _ in 1..BUFFERED_AT_ONCE {
+            let reading = self.pending.is_empty() || self.fsm.state() != State::Established;
+            if !reading || self.batcher.as_ref().is_some_and(Batcher::is_full) {
+                return;
+            }
+            let max_len = self.max_len();
+            let Some(r) = self.conn.as_mut().and_then(|c| c.buffered_message(max_len)) else {
+                return;
+            };
+            self.received(r);
         }
     }
 
