@@ -593,6 +593,17 @@ fn establish_all(
     Ok(())
 }
 
+/// `RIBSHARD_BENCH_PERF_CTL`: a `perf record --control fifo:` FIFO, told to enable and
+/// disable sampling as the timed phase begins and ends, so a profile holds that phase only
+/// (`scripts/profile`).
+fn perf_control(what: &str) {
+    if let Some(fifo) = std::env::var_os("RIBSHARD_BENCH_PERF_CTL") {
+        if let Err(e) = std::fs::write(&fifo, format!("{what}\n")) {
+            tracing::warn!("perf control {}: {e}", fifo.to_string_lossy());
+        }
+    }
+}
+
 /// When a timed phase started, how long the DUT must stay quiet to count as converged, and when
 /// to give up.
 #[derive(Clone, Copy)]
@@ -1023,10 +1034,12 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             .map(|r| crate::dut::cpu_seconds(r.pid()))
             .sum()
     };
+    perf_control("enable");
     let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
     let relay0 = relay_cpu();
     let clock = Clock { t0, quiet, timeout };
     let mut phase = timed_phase(plan, &sessions, &senders, &receivers, clock, dut)?;
+    perf_control("disable");
     let show_loops = load.map(crate::show::Load::stop);
     let (mut cpu, mut gen) = (
         dut.cpu_seconds() - cpu0,
