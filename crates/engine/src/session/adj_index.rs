@@ -5,14 +5,18 @@
 //! shards.
 //!
 //! One per neighbor and family, so it is kept small, and it is touched for every prefix
-//! received, so it is kept near in memory. An IPv4 prefix of length 24 or less without a path
-//! identifier (nearly every one) is one bit: lengths 0 to 16 in a bitmap of 16 KiB, lengths 17
-//! to 24 in a block of 64 octets per /16 ([`V4Bits`]). Prefixes arrive grouped by attribute
-//! set, mostly in address order, so consecutive ones fall in the same few blocks; a hash set
-//! spread them over a table of 2.5 MiB per full table, a cache miss each (7% of the daemon's
-//! CPU taking in two full tables), whatever the hash. No hash either: nothing a neighbor
-//! sends can make it slower. The rest (longer IPv4 prefixes, IPv6, Add-Path) are hash sets,
-//! SipHash with random keys as the standard library's, since the keys come from the neighbor.
+//! received, so it is kept near in memory. IPv4 prefixes of length 24 or less without a path
+//! identifier (nearly every one) start in a hash set of `u32` (the address, whose low octet is
+//! zero, with the length there: 5 octets a slot with the table's control byte). A set spreads
+//! them over its whole table, a cache miss each whatever the hash: 2.5 MiB and 7% of the
+//! daemon's CPU taking in two full tables. Once a set is large and dense enough that bits
+//! take at most 5/4 of its memory (a full table from some 65,000 prefixes on), it becomes
+//! [`V4Bits`]: lengths 0 to 16 in a bitmap of 16 KiB, 17 to 24 in a block of 64 octets per
+//! /16. Prefixes arrive grouped by attribute set, mostly in address order, so consecutive ones
+//! fall in the same few blocks. A sparse table (a route-server client's prefixes, a few a /16)
+//! stays a set, and bits that grow sparse go back to one at twice its memory: the index never
+//! takes much more than a set would. Sets hash with SipHash and random keys, as the standard
+//! library's, since the keys come from the neighbor; bits need no hash.
 
 use ribshard_wire::{Nlri, Prefix};
 use std::collections::HashSet;
@@ -20,7 +24,7 @@ use std::collections::HashSet;
 #[derive(Clone, Debug, Default)]
 pub struct AdjIndex {
     /// IPv4 prefixes of length 24 or less without a path identifier.
-    v4: V4Bits,
+    v4: V4,
     /// Longer IPv4 prefixes without a path identifier: address << 8 | length.
     v4_long: HashSet<u64>,
     /// Everything else (IPv6, Add-Path).
@@ -64,7 +68,7 @@ impl AdjIndex {
     }
 
     pub fn len(&self) -> usize {
-        self.v4.len + self.v4_long.len() + self.other.len()
+        self.v4.len() + self.v4_long.len() + self.other.len()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -83,13 +87,84 @@ impl AdjIndex {
     }
 }
 
+/// IPv4 prefixes of length 24 or less: a set while small or sparse, then bits.
+#[derive(Clone, Debug)]
+enum V4 {
+    /// Address | length.
+    Set(HashSet<u32>),
+    Bits(Box<V4Bits>),
+}
+
+impl Default for V4 {
+    fn default() -> V4 {
+        V4::Set(HashSet::new())
+    }
+}
+
+/// A set is looked at for bits (and bits for a set) when it reaches this many prefixes, and
+/// again at each doubling (so the looking costs a constant per prefix).
+const BITS_FROM: usize = 4096;
+
+impl V4 {
+    fn insert(&mut self, addr: u32, len: u8) -> bool {
+        match self {
+            V4::Bits(b) => {
+                let new = b.insert(addr, len);
+                if new && b.len >= BITS_FROM && b.len.is_power_of_two() {
+                    if let Some(s) = b.to_set() {
+                        *self = V4::Set(s);
+                    }
+                }
+                new
+            }
+            V4::Set(s) => {
+                let new = s.insert(addr | u32::from(len));
+                if new && s.len() >= BITS_FROM && s.len().is_power_of_two() {
+                    if let Some(b) = V4Bits::from_set(s) {
+                        *self = V4::Bits(Box::new(b));
+                    }
+                }
+                new
+            }
+        }
+    }
+
+    fn remove(&mut self, addr: u32, len: u8) -> bool {
+        match self {
+            V4::Bits(b) => b.remove(addr, len),
+            V4::Set(s) => s.remove(&(addr | u32::from(len))),
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            V4::Bits(b) => b.len,
+            V4::Set(s) => s.len(),
+        }
+    }
+
+    fn remove_all(&mut self, gone: &V4) {
+        match (self, gone) {
+            (V4::Bits(mine), V4::Bits(theirs)) => mine.remove_all(theirs),
+            (mine, V4::Set(theirs)) => {
+                for k in theirs {
+                    mine.remove(k & !0xff, (k & 0xff) as u8);
+                }
+            }
+            (mine, V4::Bits(theirs)) => theirs.for_each(|addr, len| {
+                mine.remove(addr, len);
+            }),
+        }
+    }
+}
+
 /// Bits of the bitmap for lengths 0 to 16: one per prefix, 2^17 - 1.
 const SHORT_WORDS: usize = 1 << 17 >> 6;
 /// A block's bits: the 2 + 4 + ... + 256 = 510 prefixes of lengths 17 to 24 under a /16.
 type Block = [u64; 8];
 /// Blocks found by binary search up to this many, then through a table of every /16 (256
-/// KiB, against the blocks' 64 KiB at that point).
-const SPARSE_MAX: usize = 1024;
+/// KiB, against the blocks' 256 KiB at that point).
+const SPARSE_MAX: usize = 4096;
 
 /// IPv4 prefixes of length 24 or less, one bit each. Blocks are kept once made (a withdrawn
 /// prefix clears its bit): at most 65,536 of them, 4 MiB, whatever the neighbor sends.
@@ -127,6 +202,17 @@ fn bit(addr: u32, len: u8) -> Bit {
     }
 }
 
+/// Calls `f` with the index of each bit set in `words`.
+fn ones(words: &[u64], mut f: impl FnMut(usize)) {
+    for (w, &word) in words.iter().enumerate() {
+        let mut x = word;
+        while x != 0 {
+            f(w * 64 + x.trailing_zeros() as usize);
+            x &= x - 1;
+        }
+    }
+}
+
 /// Sets (or clears) bit `i` of `words`; true if it changed.
 fn flip(words: &mut [u64], i: usize, on: bool) -> bool {
     let Some(w) = words.get_mut(i / 64) else {
@@ -142,7 +228,81 @@ fn flip(words: &mut [u64], i: usize, on: bool) -> bool {
     was != on
 }
 
+/// What bits take with blocks for `sixteens` /16s.
+fn bits_bytes(sixteens: usize) -> usize {
+    let lookup = if sixteens > SPARSE_MAX {
+        4 << 16
+    } else {
+        8 * sixteens
+    };
+    SHORT_WORDS * 8 + sixteens * (std::mem::size_of::<Block>() + 2) + lookup
+}
+
+/// What a set of `len` prefixes takes: a slot of 5 octets a bucket, at most 7/8 of them used.
+fn set_bytes(len: usize) -> usize {
+    (len * 8 / 7 + 1).next_power_of_two() * 5
+}
+
 impl V4Bits {
+    /// The set as bits, if they take at most 5/4 of its memory: a full table's prefixes do
+    /// once some 65,000 of them are in (and take half as bits at the end), a sparse table's
+    /// (a /16 each) never would.
+    fn from_set(set: &HashSet<u32>) -> Option<V4Bits> {
+        let mut seen = vec![0u64; 1 << 16 >> 6];
+        let mut sixteens = 0usize;
+        for k in set {
+            if k & 0xff > 16 {
+                let hi = (k >> 16) as usize;
+                if let Some(w) = seen.get_mut(hi / 64) {
+                    sixteens += usize::from(*w & 1 << (hi % 64) == 0);
+                    *w |= 1 << (hi % 64);
+                }
+            }
+        }
+        if bits_bytes(sixteens) * 4 > set_bytes(set.len()) * 5 {
+            return None;
+        }
+        let mut b = V4Bits::default();
+        for k in set {
+            b.insert(k & !0xff, (k & 0xff) as u8);
+        }
+        Some(b)
+    }
+
+    /// Back to a set, if the bits take more than twice what it would (a table that became
+    /// sparse as it grew).
+    fn to_set(&self) -> Option<HashSet<u32>> {
+        if bits_bytes(self.blocks.len()) <= 2 * set_bytes(self.len) {
+            return None;
+        }
+        let mut set = HashSet::with_capacity(self.len);
+        self.for_each(|addr, len| {
+            set.insert(addr | u32::from(len));
+        });
+        Some(set)
+    }
+
+    /// Calls `f` with each prefix held (address and length).
+    fn for_each(&self, mut f: impl FnMut(u32, u8)) {
+        if let Some(short) = &self.short {
+            ones(&short[..], |i| {
+                // Bit 2^len - 1 + n: len is where i + 1 has its top bit.
+                let len = usize::BITS - 1 - (i + 1).leading_zeros();
+                let n = (i + 1 - (1 << len)) as u32;
+                f(n.checked_shl(32 - len).unwrap_or(0), len as u8);
+            });
+        }
+        for (hi, block) in self.block_of.iter().zip(&self.blocks) {
+            ones(block, |i| {
+                // Bit 2^sub - 2 + n.
+                let sub = usize::BITS - 1 - (i + 2).leading_zeros();
+                let n = (i + 2 - (1 << sub)) as u32;
+                let len = 16 + sub;
+                f(u32::from(*hi) << 16 | n << (32 - len), len as u8);
+            });
+        }
+    }
+
     fn insert(&mut self, addr: u32, len: u8) -> bool {
         let changed = match bit(addr, len) {
             Bit::Short(i) => {
@@ -276,30 +436,39 @@ mod tests {
         }
     }
 
+    /// A table of `n` /24s, `per` under each /16 (from 1.0.0.0 on).
+    fn dense(n: u32, per: u32) -> impl Iterator<Item = Nlri> {
+        (0..n).map(move |i| nlri(0x0100_0000 + ((i / per) << 16 | (i % per) << 8), 24, None))
+    }
+
     proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
         /// Every operation answers as a set of the masked prefixes would, at every length,
-        /// with blocks looked up both ways (few, then more than `SPARSE_MAX`).
+        /// in each form: a set; bits with blocks found by binary search; bits with more
+        /// /16s than that holds.
         #[test]
         fn answers_as_a_set_of_prefixes(
             ops in prop::collection::vec(
                 (0u8..3, any::<u32>(), 0u8..=32, prop::option::weighted(0.1, 0u32..3)),
                 1..400,
             ),
-            spread in prop::bool::ANY,
+            form in 0u8..3,
         ) {
             let mut i = AdjIndex::default();
             let mut m = Model::default();
-            if spread {
-                // More blocks than the sparse lookup holds.
-                for k in 0..(SPARSE_MAX as u32 + 50) {
-                    let n = nlri(k << 16 | 0x8000, 17, None);
-                    prop_assert_eq!(i.insert(n), m.insert(n));
-                }
+            let before = match form {
+                0 => 0,
+                1 => BITS_FROM as u32,
+                _ => 16 * (SPARSE_MAX as u32 + 50),
+            };
+            for n in dense(before, 16) {
+                prop_assert_eq!(i.insert(n), m.insert(n));
             }
+            prop_assert_eq!(matches!(i.v4, V4::Bits(_)), form > 0);
             let (mut gone, mut gone_model) = (AdjIndex::default(), Vec::new());
             for (op, addr, len, id) in ops {
                 // Addresses close together half the time, so prefixes share blocks.
-                let addr = if addr % 2 == 0 { addr & 0x0a0f_ffff } else { addr };
+                let addr = if addr % 2 == 0 { addr & 0x010f_ffff } else { addr };
                 let n = nlri(addr, len, id);
                 match op {
                     0 => prop_assert_eq!(i.insert(n), m.insert(n)),
@@ -321,6 +490,77 @@ mod tests {
             }
             prop_assert!(i.is_empty());
         }
+    }
+
+    #[test]
+    fn bits_for_dense_tables_a_set_for_sparse_ones() {
+        let mut full = AdjIndex::default();
+        for n in dense(50_000, 12) {
+            full.insert(n);
+        }
+        assert!(matches!(full.v4, V4::Bits(_)));
+        let mut sparse = AdjIndex::default();
+        for n in dense(50_000, 1) {
+            sparse.insert(n);
+        }
+        assert!(matches!(sparse.v4, V4::Set(_)));
+        assert_eq!((full.len(), sparse.len()), (50_000, 50_000));
+        // Dense at first, then a /16 each: back to a set, every prefix kept.
+        let mut grown = AdjIndex::default();
+        let first: Vec<Nlri> = dense(BITS_FROM as u32, 16).collect();
+        let then: Vec<Nlri> = (0..12_000u32)
+            .map(|i| nlri(0x2000_0000 + (i << 16), 24, None))
+            .collect();
+        for n in &first {
+            grown.insert(*n);
+        }
+        assert!(matches!(grown.v4, V4::Bits(_)));
+        for n in &then {
+            grown.insert(*n);
+        }
+        assert!(matches!(grown.v4, V4::Set(_)));
+        assert_eq!(grown.len(), first.len() + then.len());
+        for n in first.iter().chain(&then) {
+            assert!(grown.remove(*n));
+        }
+        assert!(grown.is_empty());
+    }
+
+    /// An enhanced route refresh takes out what was not sent again (RFC 7313 section 4):
+    /// whichever form each index has.
+    #[test]
+    fn remove_all_across_forms() {
+        let bits = || {
+            let mut i = AdjIndex::default();
+            dense(20_000, 16).for_each(|n| {
+                i.insert(n);
+            });
+            i
+        };
+        let some = || {
+            let mut i = AdjIndex::default();
+            dense(20_000, 16).step_by(7).for_each(|n| {
+                i.insert(n);
+            });
+            i
+        };
+        // Bits less bits (a refresh's copy, re-sent prefixes taken out of it).
+        let mut adj = bits();
+        let mut left = adj.clone();
+        for n in dense(20_000, 16).skip(5) {
+            left.remove(n);
+        }
+        adj.remove_all(&left);
+        assert_eq!(adj.len(), 19_995);
+        // Bits less a set, a set less bits.
+        let mut adj = bits();
+        let small = some();
+        assert!(matches!(small.v4, V4::Set(_)));
+        adj.remove_all(&small);
+        assert_eq!(adj.len(), 20_000 - small.len());
+        let mut adj = some();
+        adj.remove_all(&bits());
+        assert!(adj.is_empty());
     }
 
     fn v4(a: [u8; 4], len: u8) -> Nlri {
