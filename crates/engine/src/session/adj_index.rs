@@ -89,7 +89,16 @@ impl AdjIndex {
 
 /// IPv4 prefixes of length 24 or less: a set while small or sparse, then bits.
 #[derive(Clone, Debug)]
-enum V4 {
+struct V4 {
+    form: Form,
+    /// The size at which the form is looked at again: at [`BITS_FROM`], then twice the size
+    /// at the last look, so looking (a pass over the prefixes) costs a constant per prefix
+    /// however a neighbor moves around one size.
+    check_at: usize,
+}
+
+#[derive(Clone, Debug)]
+enum Form {
     /// Address | length.
     Set(HashSet<u32>),
     Bits(Box<V4Bits>),
@@ -97,62 +106,64 @@ enum V4 {
 
 impl Default for V4 {
     fn default() -> V4 {
-        V4::Set(HashSet::new())
+        V4 {
+            form: Form::Set(HashSet::new()),
+            check_at: BITS_FROM,
+        }
     }
 }
 
-/// A set is looked at for bits (and bits for a set) when it reaches this many prefixes, and
-/// again at each doubling (so the looking costs a constant per prefix).
+/// The size at which a set is first looked at for bits.
 const BITS_FROM: usize = 4096;
 
 impl V4 {
     fn insert(&mut self, addr: u32, len: u8) -> bool {
-        match self {
-            V4::Bits(b) => {
-                let new = b.insert(addr, len);
-                if new && b.len >= BITS_FROM && b.len.is_power_of_two() {
+        let new = match &mut self.form {
+            Form::Bits(b) => b.insert(addr, len),
+            Form::Set(s) => s.insert(addr | u32::from(len)),
+        };
+        if new && self.len() >= self.check_at {
+            self.check_at = 2 * self.len();
+            match &self.form {
+                Form::Bits(b) => {
                     if let Some(s) = b.to_set() {
-                        *self = V4::Set(s);
+                        self.form = Form::Set(s);
                     }
                 }
-                new
-            }
-            V4::Set(s) => {
-                let new = s.insert(addr | u32::from(len));
-                if new && s.len() >= BITS_FROM && s.len().is_power_of_two() {
+                Form::Set(s) => {
                     if let Some(b) = V4Bits::from_set(s) {
-                        *self = V4::Bits(Box::new(b));
+                        self.form = Form::Bits(Box::new(b));
                     }
                 }
-                new
             }
         }
+        new
     }
 
     fn remove(&mut self, addr: u32, len: u8) -> bool {
-        match self {
-            V4::Bits(b) => b.remove(addr, len),
-            V4::Set(s) => s.remove(&(addr | u32::from(len))),
+        match &mut self.form {
+            Form::Bits(b) => b.remove(addr, len),
+            Form::Set(s) => s.remove(&(addr | u32::from(len))),
         }
     }
 
     fn len(&self) -> usize {
-        match self {
-            V4::Bits(b) => b.len,
-            V4::Set(s) => s.len(),
+        match &self.form {
+            Form::Bits(b) => b.len,
+            Form::Set(s) => s.len(),
         }
     }
 
     fn remove_all(&mut self, gone: &V4) {
-        match (self, gone) {
-            (V4::Bits(mine), V4::Bits(theirs)) => mine.remove_all(theirs),
-            (mine, V4::Set(theirs)) => {
+        match (&mut self.form, &gone.form) {
+            (Form::Bits(mine), Form::Bits(theirs)) => mine.remove_all(theirs),
+            (_, Form::Set(theirs)) => {
                 for k in theirs {
-                    mine.remove(k & !0xff, (k & 0xff) as u8);
+                    self.remove(k & !0xff, (k & 0xff) as u8);
                 }
             }
-            (mine, V4::Bits(theirs)) => theirs.for_each(|addr, len| {
-                mine.remove(addr, len);
+            (_, Form::Bits(theirs)) => theirs.for_each(|addr, len| {
+                self.remove(addr, len);
             }),
         }
     }
@@ -464,7 +475,7 @@ mod tests {
             for n in dense(before, 16) {
                 prop_assert_eq!(i.insert(n), m.insert(n));
             }
-            prop_assert_eq!(matches!(i.v4, V4::Bits(_)), form > 0);
+            prop_assert_eq!(matches!(i.v4.form, Form::Bits(_)), form > 0);
             let (mut gone, mut gone_model) = (AdjIndex::default(), Vec::new());
             for (op, addr, len, id) in ops {
                 // Addresses close together half the time, so prefixes share blocks.
@@ -498,13 +509,30 @@ mod tests {
         for n in dense(50_000, 12) {
             full.insert(n);
         }
-        assert!(matches!(full.v4, V4::Bits(_)));
+        assert!(matches!(full.v4.form, Form::Bits(_)));
         let mut sparse = AdjIndex::default();
         for n in dense(50_000, 1) {
             sparse.insert(n);
         }
-        assert!(matches!(sparse.v4, V4::Set(_)));
+        assert!(matches!(sparse.v4.form, Form::Set(_)));
         assert_eq!((full.len(), sparse.len()), (50_000, 50_000));
+        // A size once looked at is not looked at again until the table doubles, however a
+        // neighbor goes back and forth across it: a sparse table of 4,096 made dense at the
+        // same size stays a set, up to 8,192.
+        let mut back = AdjIndex::default();
+        let spread: Vec<Nlri> = dense(BITS_FROM as u32, 1).collect();
+        for n in &spread {
+            back.insert(*n);
+        }
+        assert!(matches!(back.v4.form, Form::Set(_)));
+        for n in spread.iter().skip(1) {
+            back.remove(*n);
+        }
+        for n in dense(2 * BITS_FROM as u32, 16).skip(1) {
+            back.insert(n);
+            let bits = matches!(back.v4.form, Form::Bits(_));
+            assert_eq!(bits, back.len() >= 2 * BITS_FROM, "{}", back.len());
+        }
         // Dense at first, then a /16 each: back to a set, every prefix kept.
         let mut grown = AdjIndex::default();
         let first: Vec<Nlri> = dense(BITS_FROM as u32, 16).collect();
@@ -514,11 +542,11 @@ mod tests {
         for n in &first {
             grown.insert(*n);
         }
-        assert!(matches!(grown.v4, V4::Bits(_)));
+        assert!(matches!(grown.v4.form, Form::Bits(_)));
         for n in &then {
             grown.insert(*n);
         }
-        assert!(matches!(grown.v4, V4::Set(_)));
+        assert!(matches!(grown.v4.form, Form::Set(_)));
         assert_eq!(grown.len(), first.len() + then.len());
         for n in first.iter().chain(&then) {
             assert!(grown.remove(*n));
@@ -555,7 +583,7 @@ mod tests {
         // Bits less a set, a set less bits.
         let mut adj = bits();
         let small = some();
-        assert!(matches!(small.v4, V4::Set(_)));
+        assert!(matches!(small.v4.form, Form::Set(_)));
         adj.remove_all(&small);
         assert_eq!(adj.len(), 20_000 - small.len());
         let mut adj = some();
