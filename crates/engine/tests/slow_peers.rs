@@ -99,6 +99,22 @@ fn expected() -> BTreeSet<Prefix> {
         .collect()
 }
 
+/// Reads a peer's messages until an End-of-RIB (within 10 s).
+async fn end_of_rib(p: &mut RawPeer) -> bool {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while Instant::now() < deadline {
+        let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(1), p.recv()).await else {
+            continue;
+        };
+        if let Ok(Message::Update(u)) = decode(&m, &params()) {
+            if u.end_of_rib().is_some() {
+                return true;
+            }
+        }
+    }
+    false
+}
+
 /// Reads a downstream peer's UPDATEs until it holds exactly `want`, or `limit` passes:
 /// its table (prefix -> attributes as sent), and whether it got there.
 async fn read_until(
@@ -174,6 +190,12 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
     fast.establish(down_as, 0).await;
     let mut slow = RawPeer::connect_with_rcvbuf(IpAddr::from(slow_addr), listen, RCVBUF).await;
     slow.establish(down_as, 0).await;
+    // Both members' first table dump (empty: End-of-RIB alone) is over before any route
+    // comes: a member takes its dump whatever its queue holds, so routes arriving during it
+    // would reach the slow member as dump, past the high-water mark.
+    for p in [&mut fast, &mut slow] {
+        assert!(end_of_rib(p).await, "End-of-RIB after the first dump");
+    }
     let mut up = RawPeer::connect(IpAddr::from(UPSTREAM.0), listen).await;
     up.establish(UPSTREAM.1, 90).await;
 
