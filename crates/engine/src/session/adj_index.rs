@@ -224,6 +224,16 @@ fn ones(words: &[u64], mut f: impl FnMut(usize)) {
     }
 }
 
+/// Clears in `words` the bits set in `gone`; how many were set.
+fn clear(words: &mut [u64], gone: &[u64]) -> usize {
+    let mut n = 0;
+    for (w, g) in words.iter_mut().zip(gone) {
+        n += (*w & g).count_ones() as usize;
+        *w &= !g;
+    }
+    n
+}
+
 /// Sets (or clears) bit `i` of `words`; true if it changed.
 fn flip(words: &mut [u64], i: usize, on: bool) -> bool {
     let Some(w) = words.get_mut(i / 64) else {
@@ -351,18 +361,11 @@ impl V4Bits {
 
     fn remove_all(&mut self, gone: &V4Bits) {
         if let (Some(mine), Some(theirs)) = (self.short.as_mut(), gone.short.as_ref()) {
-            for (m, t) in mine.iter_mut().zip(theirs.iter()) {
-                self.len -= (*m & t).count_ones() as usize;
-                *m &= !t;
-            }
+            self.len -= clear(&mut mine[..], &theirs[..]);
         }
         for (hi, theirs) in gone.block_of.iter().zip(&gone.blocks) {
-            let Some(mine) = self.block(*hi).and_then(|b| self.blocks.get_mut(b)) else {
-                continue;
-            };
-            for (m, t) in mine.iter_mut().zip(theirs) {
-                self.len -= (*m & t).count_ones() as usize;
-                *m &= !t;
+            if let Some(mine) = self.block(*hi).and_then(|b| self.blocks.get_mut(b)) {
+                self.len -= clear(mine, theirs);
             }
         }
     }

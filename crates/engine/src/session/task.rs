@@ -207,8 +207,7 @@ impl Session {
             // received waits to be handed on. A session being set up reads on: OPEN and
             // KEEPALIVE add nothing to hand on, and a neighbor reconnecting while its old
             // session's routes are still being removed must not wait for that to come up.
-            let reading = self.conn.is_some()
-                && (self.pending.is_empty() || self.fsm.state() != State::Established);
+            let reading = self.conn.is_some() && self.may_read();
             let has_pending = !self.pending.is_empty();
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
@@ -298,14 +297,19 @@ impl Session {
         }
     }
 
+    /// Backpressure: an Established session reads no more UPDATEs while what it received
+    /// waits to be handed on (see the loop in [`Session::run`]).
+    fn may_read(&self) -> bool {
+        self.pending.is_empty() || self.fsm.state() != State::Established
+    }
+
     /// Takes in the messages already buffered, up to [`BUFFERED_AT_ONCE`], while reading
     /// is allowed (no backpressure) and the batch has room: one wake of the loop above per
     /// read from the socket rather than per message (its timers, clock reads and select
     /// cost as much as a small UPDATE's decoding).
     fn received_buffered(&mut self) {
         for _ in 1..BUFFERED_AT_ONCE {
-            let reading = self.pending.is_empty() || self.fsm.state() != State::Established;
-            if !reading || self.batcher.as_ref().is_some_and(Batcher::is_full) {
+            if !self.may_read() || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                 return;
             }
             let max_len = self.max_len();
