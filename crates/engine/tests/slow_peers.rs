@@ -5,7 +5,7 @@
 //!
 //! The downstream test peers open their sockets with a small receive buffer, so the kernel
 //! holds little of what ribshard sends them; the upstream announces each prefix with its own
-//! community, so nothing packs and the stream is about 60 octets per prefix (12 MB here).
+//! community, so nothing packs and the stream is about 65 octets per prefix (27 MB here).
 
 mod common;
 
@@ -13,7 +13,7 @@ use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_adjout::{MemberStats, WriteQueueLimits};
-use ribshard_engine::pipeline::Pipeline;
+use ribshard_engine::pipeline::{Pipeline, BATCH, HELD_ENTRIES};
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
@@ -28,12 +28,12 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 const LOCAL_AS: u32 = 65050;
 const UPSTREAM: ([u8; 4], u32) = ([127, 0, 0, 71], 65071);
 /// Prefixes the upstream announces first.
-const FIRST: u32 = 200_000;
+const FIRST: u32 = 400_000;
 /// Then it withdraws every fourth of those and announces this many new ones.
 const LATER: u32 = 10_000;
 /// A downstream peer's receive buffer: the kernel holds a few KiB for it, not megabytes.
 const RCVBUF: u32 = 4096;
-/// The update group's high-water mark here: well below the 12 MB stream, well above what
+/// The update group's high-water mark here: well below the 27 MB stream, well above what
 /// a reader in a debug build falls behind by.
 const HIGH_WATER: usize = 2 << 20;
 
@@ -97,6 +97,15 @@ fn expected() -> BTreeSet<Prefix> {
         .filter(|&i| !withdrawn(i))
         .map(prefix)
         .collect()
+}
+
+/// The most a TCP socket's send buffer grows to (Linux: the last of `tcp_wmem`).
+fn kernel_send_buffer_max() -> u64 {
+    let wmem = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_wmem").expect("tcp_wmem");
+    wmem.split_whitespace()
+        .nth(2)
+        .and_then(|v| v.parse().ok())
+        .expect("tcp_wmem's maximum")
 }
 
 /// Reads a peer's messages until an End-of-RIB (within 10 s).
@@ -232,8 +241,26 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
     let f = member_stats(&pipeline, 1)
         .await
         .expect("fast member's stats");
-    eprintln!("in-step member complete {took:?} after the upstream's last message; slow {s:?}, fast {f:?}");
     // What the slow member was handed is bounded by the high-water mark, not by the table.
+    // Its write queue took batches until it held more than the mark, and the batch that
+    // crossed it went whole: at most HELD_ENTRIES + BATCH changes, each one UPDATE here (of
+    // the same size: no more than the in-step member's octets per announced prefix). The
+    // rest went into the socket, which the kernel holds (its send buffer) since the peer
+    // reads nothing.
+    let queued = sessions.peers[2].output_queue().octets;
+    let per_prefix = f.bytes_sent / u64::from(FIRST + LATER);
+    let one_batch = (HELD_ENTRIES + BATCH) as u64 * per_prefix;
+    assert!(
+        queued <= HIGH_WATER as u64 + one_batch,
+        "slow member's queue holds {queued} octets; high-water mark {HIGH_WATER}, one batch {one_batch}"
+    );
+    let in_kernel = s.bytes_sent - queued;
+    eprintln!("in-step member complete {took:?} after the upstream's last message; slow {s:?} ({queued} octets queued, {in_kernel} written), fast {f:?}");
+    assert!(
+        in_kernel <= kernel_send_buffer_max() + (64 << 10),
+        "{in_kernel} octets written to a socket whose peer reads nothing"
+    );
+    // And the test means something: the table is far more than all that.
     assert!(
         s.bytes_sent < f.bytes_sent / 2,
         "slow member queued {} octets, fast member {}",

@@ -69,6 +69,12 @@ pub const SHARD_QUEUE: usize = 64;
 pub const UPDATE_QUEUE: usize = 256;
 /// Prefixes per session batch before it is handed on.
 pub const BATCH: usize = 4096;
+/// Live changes an update thread holds for packing before it encodes them regardless
+/// (bounds the memory and the delay a steady stream could add). A shard's message holds at
+/// most [`BATCH`] entries, so one encoding of a group's live changes covers fewer than
+/// `HELD_ENTRIES + BATCH`: that is also how far past its high-water mark a member's write
+/// queue can go before it is split off (a batch goes to a member whole or not at all).
+pub const HELD_ENTRIES: usize = 65_536;
 /// Prefixes a shard walks (peer down, table dump) between two looks at its queue.
 pub const WALK_BUDGET: usize = 4096;
 /// How often every thread is woken for its periodic work (slow-peer catch-up).

@@ -5,7 +5,7 @@
 //! shards decided it in.
 
 use super::give_back;
-use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats};
+use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats, HELD_ENTRIES};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
 use ribshard_adjout::{DumpRequest, Entry, GroupId, MemberId, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::PeerIndex;
@@ -65,10 +65,6 @@ struct Held {
     /// The oldest receipt behind them (for the written-latency histogram).
     received: Option<Instant>,
 }
-
-/// Live changes held for packing before they are encoded regardless (bounds the memory
-/// and the delay a steady stream could add).
-const HELD_ENTRIES: usize = 65_536;
 
 /// How often held changes look again at their receivers' sockets.
 pub(super) const HOLD_POLL: Duration = Duration::from_millis(1);
