@@ -254,7 +254,7 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
         queued <= HIGH_WATER as u64 + one_batch,
         "slow member's queue holds {queued} octets; high-water mark {HIGH_WATER}, one batch {one_batch}"
     );
-    let in_kernel = s.bytes_sent - queued;
+    let in_kernel = s.bytes_sent.saturating_sub(queued);
     eprintln!("in-step member complete {took:?} after the upstream's last message; slow {s:?} ({queued} octets queued, {in_kernel} written), fast {f:?}");
     assert!(
         in_kernel <= kernel_send_buffer_max() + (64 << 10),
