@@ -49,8 +49,10 @@ impl DumpOrder {
     }
 }
 
-/// The content hash of an attribute set, the same in every shard (a fixed seed): each shard
-/// interns its own sets, so pointers cannot be compared. foldhash rather than SipHash: it
+/// The content hash of an attribute set, the same in every shard (a fixed seed): a set
+/// import policy changed is made by each shard for its own paths (sessions intern what they
+/// receive, once for all shards), so one content can lie at another address in each shard
+/// and pointers cannot be compared. foldhash rather than SipHash: it
 /// showed in profiles of table dumps, and the hash only orders sets (no table is keyed by
 /// it, so a peer choosing colliding sets gains nothing but an order).
 fn dump_hash(attrs: &RouteAttrs) -> u64 {
