@@ -18,7 +18,9 @@ use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{decode, keepalive, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
+use ribshard_wire::{
+    decode, keepalive, Family, Message, Nlri, Origin, ParsedUpdate, Prefix, UpdateBuilder,
+};
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::Arc;
@@ -108,20 +110,30 @@ fn kernel_send_buffer_max() -> u64 {
         .expect("tcp_wmem's maximum")
 }
 
-/// Reads a peer's messages until an End-of-RIB (within 10 s).
-async fn end_of_rib(p: &mut RawPeer) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
+/// Reads a peer's UPDATEs, each handed to `done`, until it says so (true) or `limit` passes
+/// (false).
+async fn read_updates(
+    p: &mut RawPeer,
+    limit: Duration,
+    mut done: impl FnMut(&ParsedUpdate<'_>) -> bool,
+) -> bool {
+    let deadline = Instant::now() + limit;
     while Instant::now() < deadline {
         let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(1), p.recv()).await else {
             continue;
         };
         if let Ok(Message::Update(u)) = decode(&m, &params()) {
-            if u.end_of_rib().is_some() {
+            if done(&u) {
                 return true;
             }
         }
     }
     false
+}
+
+/// Reads a peer's messages until an End-of-RIB (within 10 s).
+async fn end_of_rib(p: &mut RawPeer) -> bool {
+    read_updates(p, Duration::from_secs(10), |u| u.end_of_rib().is_some()).await
 }
 
 /// Reads a downstream peer's UPDATEs until it holds exactly `want`, or `limit` passes:
@@ -133,25 +145,18 @@ async fn read_until(
 ) -> (BTreeMap<Prefix, Vec<u8>>, bool) {
     let mut t = BTreeMap::new();
     let mut key = Vec::new();
-    let deadline = Instant::now() + limit;
-    while Instant::now() < deadline {
-        let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(1), p.recv()).await else {
-            continue;
-        };
-        if let Ok(Message::Update(u)) = decode(&m, &params()) {
-            for n in u.withdrawn_all() {
-                t.remove(&n.prefix);
-            }
-            for n in u.announced() {
-                normalized_key(&u.attrs, &params(), next_hop_of(&u.attrs, false), &mut key);
-                t.insert(n.prefix, key.clone());
-            }
-            if t.len() == want.len() && t.keys().eq(want.iter()) {
-                return (t, true);
-            }
+    let done = read_updates(p, limit, |u| {
+        for n in u.withdrawn_all() {
+            t.remove(&n.prefix);
         }
-    }
-    (t, false)
+        for n in u.announced() {
+            normalized_key(&u.attrs, &params(), next_hop_of(&u.attrs, false), &mut key);
+            t.insert(n.prefix, key.clone());
+        }
+        t.len() == want.len() && t.keys().eq(want.iter())
+    })
+    .await;
+    (t, done)
 }
 
 async fn start(

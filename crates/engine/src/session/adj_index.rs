@@ -99,7 +99,7 @@ struct V4 {
 
 #[derive(Clone, Debug)]
 enum Form {
-    /// Address | length.
+    /// [`packed`] prefixes.
     Set(HashSet<u32>),
     Bits(Box<V4Bits>),
 }
@@ -113,6 +113,17 @@ impl Default for V4 {
     }
 }
 
+/// A prefix of length 24 or less as one `u32`: masked, the address's low octet is zero, so
+/// the length fits there.
+fn packed(addr: u32, len: u8) -> u32 {
+    addr | u32::from(len)
+}
+
+/// The address and length of a [`packed`] prefix.
+fn unpacked(k: u32) -> (u32, u8) {
+    (k & !0xff, (k & 0xff) as u8)
+}
+
 /// The size at which a set is first looked at for bits.
 const BITS_FROM: usize = 4096;
 
@@ -120,7 +131,7 @@ impl V4 {
     fn insert(&mut self, addr: u32, len: u8) -> bool {
         let new = match &mut self.form {
             Form::Bits(b) => b.insert(addr, len),
-            Form::Set(s) => s.insert(addr | u32::from(len)),
+            Form::Set(s) => s.insert(packed(addr, len)),
         };
         if new && self.len() >= self.check_at {
             self.check_at = 2 * self.len();
@@ -143,7 +154,7 @@ impl V4 {
     fn remove(&mut self, addr: u32, len: u8) -> bool {
         match &mut self.form {
             Form::Bits(b) => b.remove(addr, len),
-            Form::Set(s) => s.remove(&(addr | u32::from(len))),
+            Form::Set(s) => s.remove(&packed(addr, len)),
         }
     }
 
@@ -158,8 +169,9 @@ impl V4 {
         match (&mut self.form, &gone.form) {
             (Form::Bits(mine), Form::Bits(theirs)) => mine.remove_all(theirs),
             (_, Form::Set(theirs)) => {
-                for k in theirs {
-                    self.remove(k & !0xff, (k & 0xff) as u8);
+                for &k in theirs {
+                    let (addr, len) = unpacked(k);
+                    self.remove(addr, len);
                 }
             }
             (_, Form::Bits(theirs)) => theirs.for_each(|addr, len| {
@@ -271,9 +283,10 @@ impl V4Bits {
     fn from_set(set: &HashSet<u32>) -> Option<V4Bits> {
         let mut seen = vec![0u64; 1 << 16 >> 6];
         let mut sixteens = 0usize;
-        for k in set {
-            if k & 0xff > 16 {
-                let hi = (k >> 16) as usize;
+        for &k in set {
+            let (addr, len) = unpacked(k);
+            if len > 16 {
+                let hi = (addr >> 16) as usize;
                 if let Some(w) = seen.get_mut(hi / 64) {
                     sixteens += usize::from(*w & 1 << (hi % 64) == 0);
                     *w |= 1 << (hi % 64);
@@ -284,8 +297,9 @@ impl V4Bits {
             return None;
         }
         let mut b = V4Bits::default();
-        for k in set {
-            b.insert(k & !0xff, (k & 0xff) as u8);
+        for &k in set {
+            let (addr, len) = unpacked(k);
+            b.insert(addr, len);
         }
         Some(b)
     }
@@ -298,7 +312,7 @@ impl V4Bits {
         }
         let mut set = HashSet::with_capacity(self.len);
         self.for_each(|addr, len| {
-            set.insert(addr | u32::from(len));
+            set.insert(packed(addr, len));
         });
         Some(set)
     }
