@@ -92,7 +92,15 @@ pub fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
         .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
         .spawn()
         .expect("start ribshard");
-    (Proc(p), dump)
+    let mut p = Proc(p);
+    // Its listeners are bound before it logs that it runs. A neighbor started earlier
+    // would have its first connection refused and wait out its connect-retry timer
+    // (OpenBGPD and BIRD: 120 s), longer than any test waits.
+    let started = wait(30, || {
+        log_of(dir).contains("ribshard running") || matches!(p.0.try_wait(), Ok(Some(_)))
+    });
+    assert!(started, "ribshard did not start in 30 s:\n{}", log_of(dir));
+    (p, dump)
 }
 
 pub fn wait(secs: u64, mut f: impl FnMut() -> bool) -> bool {
