@@ -1,0 +1,257 @@
+//! A scenario's plan: the topology around the DUT, the feed each upstream sends and what each
+//! downstream must hold once the feeds are learned (and after a trace or a policy change).
+
+use super::*;
+
+/// The neighbors, what each announces, and what each receiver must hold.
+pub(super) struct Plan {
+    pub(super) topo: Topology,
+    /// Feed per neighbor (senders).
+    pub(super) feeds: Vec<Option<Feed>>,
+    /// Expected prefixes per neighbor (receivers) once the feeds are learned.
+    pub(super) expected: Vec<Option<Bits>>,
+    /// churn: expected once the trace is replayed as well.
+    pub(super) after_trace: Vec<Option<Bits>>,
+    /// Expected per receiver after a `--policy-change` reload.
+    pub(super) after_change: Vec<Option<Bits>>,
+    pub(super) index: Arc<Index>,
+    pub(super) routes: usize,
+    pub(super) data: &'static str,
+    pub(super) trace: Option<Trace>,
+}
+
+pub(super) fn addr(net: u8, i: usize) -> Ipv4Addr {
+    Ipv4Addr::new(127, 0, net, (i + 1) as u8)
+}
+
+pub(super) fn real_or_synth(
+    opts: &Options,
+    asns: &[u32],
+    default: usize,
+) -> (Vec<Feed>, &'static str) {
+    let limit = opts.sizes.prefixes.or(opts.quick.then_some(50_000));
+    if let Some(f) = table::real(&opts.data_dir, asns, limit) {
+        return (f, "real");
+    }
+    tracing::warn!(
+        "{} absent: synthesized tables instead",
+        opts.data_dir.join(table::REAL_RIB).display()
+    );
+    let sources: Vec<Source> = asns
+        .iter()
+        .enumerate()
+        .map(|(i, a)| Source {
+            asn: *a,
+            external: true,
+            next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+        })
+        .collect();
+    (
+        table::synth(&sources, limit.unwrap_or(default), Spread::All, opts.seed),
+        "synthesized",
+    )
+}
+
+pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
+    let q = |quick: usize, full: usize| if opts.quick { quick } else { full };
+    let s = &opts.sizes;
+    let mut neighbors = Vec::new();
+    let mut feeds = Vec::new();
+    let mut trace = None;
+    let (role, data) = match opts.scenario {
+        Scenario::FullTable | Scenario::TwoFullTables | Scenario::Churn => {
+            let asns: &[u32] = if opts.scenario == Scenario::TwoFullTables {
+                &table::REAL_PEERS
+            } else {
+                &table::REAL_PEERS[..1]
+            };
+            let (f, data) = real_or_synth(opts, asns, 323_486);
+            for (i, feed) in f.into_iter().enumerate() {
+                neighbors.push(Neighbor {
+                    addr: addr(1, i),
+                    asn: feed.asn,
+                    group: "upstreams".into(),
+                    receives: false,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            neighbors.push(Neighbor {
+                addr: addr(2, 0),
+                asn: 64_900,
+                group: "downstreams".into(),
+                receives: true,
+                sends: false,
+            });
+            feeds.push(None);
+            if opts.scenario == Scenario::Churn {
+                let path = opts.data_dir.join("ris-updates-20160811.mrt.gz");
+                let mut t =
+                    table::trace(&path, table::REAL_PEERS[0], Ipv4Addr::new(198, 51, 100, 1))
+                        .ok_or(BenchError::NoTrace(path))?;
+                if opts.quick {
+                    // The first minute of the trace.
+                    let keep = t
+                        .messages
+                        .iter()
+                        .take_while(|(at, _)| *at < 60_000_000)
+                        .count();
+                    t.messages.truncate(keep);
+                    t.prefixes.truncate(keep);
+                }
+                trace = Some(t);
+            }
+            (Role::Transit, data)
+        }
+        Scenario::Rr | Scenario::ClearAll | Scenario::Flap => {
+            let k = s.sources.unwrap_or(q(3, 10)).max(1);
+            let d = s.clients.unwrap_or(q(6, 100)).max(1);
+            let g = s.groups.unwrap_or(q(2, 10)).clamp(1, d);
+            let n = s.prefixes.unwrap_or(q(20_000, 800_000));
+            let sources: Vec<Source> = (0..k)
+                .map(|i| Source {
+                    asn: LOCAL_AS,
+                    external: false,
+                    next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+                })
+                .collect();
+            for (i, feed) in table::synth(&sources, n, Spread::All, opts.seed)
+                .into_iter()
+                .enumerate()
+            {
+                neighbors.push(Neighbor {
+                    addr: addr(1, i),
+                    asn: LOCAL_AS,
+                    group: "sources".into(),
+                    receives: true,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            for j in 0..d {
+                neighbors.push(Neighbor {
+                    addr: addr(2 + (j / 250) as u8, j % 250),
+                    asn: LOCAL_AS,
+                    group: format!("clients{}", j % g),
+                    receives: true,
+                    sends: false,
+                });
+                feeds.push(None);
+            }
+            (Role::Reflector, "synthesized")
+        }
+        Scenario::RouteServer => {
+            let p = s.peers.unwrap_or(q(4, 20)).max(2);
+            let n = s.prefixes.unwrap_or(q(20_000, 500_000));
+            let sources: Vec<Source> = (0..p)
+                .map(|i| Source {
+                    asn: 65_001 + i as u32,
+                    external: true,
+                    next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+                })
+                .collect();
+            for (i, feed) in table::synth(&sources, n, Spread::Share, opts.seed)
+                .into_iter()
+                .enumerate()
+            {
+                neighbors.push(Neighbor {
+                    addr: addr(3, i),
+                    asn: feed.asn,
+                    group: "rs-clients".into(),
+                    receives: true,
+                    sends: true,
+                });
+                feeds.push(Some(feed));
+            }
+            (Role::RouteServer, "synthesized")
+        }
+    };
+    let index = Arc::new(Index::new(
+        feeds
+            .iter()
+            .flatten()
+            .flat_map(|f| f.prefixes.iter().copied())
+            .chain(
+                trace
+                    .iter()
+                    .flat_map(|t| t.prefixes.iter().flatten().map(|(k, _)| *k)),
+            ),
+    )?);
+    let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
+    // Receivers in the rr setups (sources included) are checked only where they are not
+    // sources: a source gets the reflected best paths of the others, which depend on ties.
+    let expected_with = |trace: Option<&Trace>, filter: Filter| -> Vec<Option<Bits>> {
+        neighbors
+            .iter()
+            .enumerate()
+            .map(|(i, n)| {
+                if !n.receives || (role == Role::Reflector && n.sends) {
+                    return None;
+                }
+                let mut b = Bits::new(index.len());
+                for (j, f) in feeds.iter().enumerate() {
+                    // A route server never sends a peer its own routes back.
+                    if role == Role::RouteServer && j == i {
+                        continue;
+                    }
+                    for f in f.iter() {
+                        for k in &f.prefixes {
+                            // With the transit filter: what it accepts of some upstream.
+                            if opts.policy && !(f.accepted.contains(k) && filter.keeps(*k)) {
+                                continue;
+                            }
+                            if let Some(x) = index.get(*k) {
+                                b.set(x);
+                            }
+                        }
+                    }
+                }
+                for (k, announce) in trace.iter().flat_map(|t| t.prefixes.iter().flatten()) {
+                    if let Some(x) = index.get(*k) {
+                        if *announce {
+                            b.set(x);
+                        } else {
+                            b.clear(x);
+                        }
+                    }
+                }
+                Some(b)
+            })
+            .collect()
+    };
+    // Receivers in the rr setups are checked only where they are not sources: a source gets
+    // the reflected best paths of the others, which depend on tie-breaks.
+    let expected = expected_with(None, Filter::FIRST);
+    let after_trace = match &trace {
+        Some(t) => expected_with(Some(t), Filter::FIRST),
+        None => Vec::new(),
+    };
+    let after_change = if opts.policy_change {
+        expected_with(None, Filter::CHANGED)
+    } else {
+        Vec::new()
+    };
+    let hold = if opts.scenario == Scenario::Churn {
+        9
+    } else {
+        240
+    };
+    Ok(Plan {
+        topo: Topology {
+            role,
+            port: opts.port,
+            hold,
+            neighbors,
+            policy: opts.policy.then_some(Filter::FIRST),
+            import_table: opts.policy_change,
+        },
+        feeds,
+        expected,
+        after_trace,
+        after_change,
+        index,
+        routes,
+        data,
+        trace,
+    })
+}
