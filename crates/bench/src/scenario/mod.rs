@@ -7,23 +7,22 @@
 //! quiet period; the convergence time runs from the start of the phase to the last UPDATE
 //! any receiver got. Correct means every receiver then holds exactly its expected prefixes.
 
-use crate::dut::{Dut, DutError, DutKind, Neighbor, Role, Threads, Topology, LOCAL_AS};
-use crate::policy::Filter;
+use crate::dut::{Dut, DutError, DutKind, Role, Threads};
 use crate::relay::Relay;
-use crate::speaker::{now_ns, Bits, Holding, Index, PeerSpec, Session, SessionError};
-use crate::table::{self, Feed, Source, Spread, Trace};
-use hashbrown::HashMap;
+use crate::speaker::{now_ns, Holding, PeerSpec, Session, SessionError};
 use ribshard_wire::{Family, UpdateBuilder};
-use std::net::{Ipv4Addr, SocketAddrV4};
+use std::net::SocketAddrV4;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 mod phase;
 mod plan;
-use phase::*;
-use plan::*;
+use phase::{
+    change_policy, check, latencies, percentile, perf_control, received_by, replay, timed_phase,
+    wait_converged, Clock,
+};
+use plan::{plan, Plan};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]

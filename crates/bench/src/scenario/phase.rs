@@ -1,7 +1,16 @@
 //! The timed phase: send the feeds (or replay a trace), wait until the receivers hold what the
 //! plan expects and the DUT has been quiet, then check what they hold.
 
-use super::*;
+use super::plan::Plan;
+use super::{BenchError, PolicyChange, Received};
+use crate::dut::Dut;
+use crate::policy::Filter;
+use crate::speaker::{now_ns, Bits, Session, SessionError};
+use crate::table::Trace;
+use hashbrown::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
+use std::time::Duration;
 
 /// `RIBSHARD_BENCH_PERF_CTL`: a `perf record --control fifo:` FIFO, told to enable and
 /// disable sampling as the timed phase begins and ends, so a profile holds that phase only

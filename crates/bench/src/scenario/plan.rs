@@ -1,7 +1,13 @@
 //! A scenario's plan: the topology around the DUT, the feed each upstream sends and what each
 //! downstream must hold once the feeds are learned (and after a trace or a policy change).
 
-use super::*;
+use super::{BenchError, Options, Scenario};
+use crate::dut::{Neighbor, Role, Topology, LOCAL_AS};
+use crate::policy::Filter;
+use crate::speaker::{Bits, Index};
+use crate::table::{self, Feed, Source, Spread, Trace};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
 
 /// The neighbors, what each announces, and what each receiver must hold.
 pub(super) struct Plan {
@@ -20,15 +26,11 @@ pub(super) struct Plan {
     pub(super) trace: Option<Trace>,
 }
 
-pub(super) fn addr(net: u8, i: usize) -> Ipv4Addr {
+fn addr(net: u8, i: usize) -> Ipv4Addr {
     Ipv4Addr::new(127, 0, net, (i + 1) as u8)
 }
 
-pub(super) fn real_or_synth(
-    opts: &Options,
-    asns: &[u32],
-    default: usize,
-) -> (Vec<Feed>, &'static str) {
+fn real_or_synth(opts: &Options, asns: &[u32], default: usize) -> (Vec<Feed>, &'static str) {
     let limit = opts.sizes.prefixes.or(opts.quick.then_some(50_000));
     if let Some(f) = table::real(&opts.data_dir, asns, limit) {
         return (f, "real");

@@ -1,7 +1,15 @@
 //! What a term's actions do to a route's attributes: community changes, AS path prepends,
 //! and the route-server control communities a route server reads and strips.
 
-use super::*;
+use super::{ApplyContext, Modified, Modify};
+use crate::community::{Communities, Community, CommunitySet};
+use ribshard_wire::attr;
+use ribshard_wire::attributes::{AsSegment, AttrValue, PathAttributes};
+use ribshard_wire::update::segment;
+use std::sync::Arc;
+
+/// Standard communities a route server reads (and strips) under `route-server-control`.
+const RS_PREPEND: [u32; 3] = [65501, 65502, 65503];
 
 /// The standard and large communities of owned attributes, as wire bytes.
 pub(super) fn current_communities(a: &PathAttributes) -> (Vec<u8>, Vec<u8>) {
@@ -102,12 +110,7 @@ pub(super) fn strip_rs_control(a: &mut PathAttributes, rs: u32) {
     }
 }
 
-pub(super) fn set_or_remove<T>(
-    a: &mut PathAttributes,
-    code: u8,
-    list: Vec<T>,
-    f: fn(Vec<T>) -> AttrValue,
-) {
+fn set_or_remove<T>(a: &mut PathAttributes, code: u8, list: Vec<T>, f: fn(Vec<T>) -> AttrValue) {
     if list.is_empty() {
         a.remove(code);
     } else {
@@ -208,7 +211,7 @@ pub(super) fn modify(x: &Modify, m: &mut Modified, cx: &ApplyContext) {
 
 /// Adds the values of these sets that the route does not have yet, each kind to its own
 /// attribute.
-pub(super) fn add_communities(a: &mut PathAttributes, sets: &[Arc<CommunitySet>]) {
+fn add_communities(a: &mut PathAttributes, sets: &[Arc<CommunitySet>]) {
     let mut std: Vec<u32> = a.communities().to_vec();
     let mut ext: Vec<[u8; 8]> = match a.get(attr::EXTENDED_COMMUNITIES) {
         Some(AttrValue::ExtCommunities(l)) => l.clone(),

@@ -10,10 +10,10 @@
 //! the same attribute set and trace get the same result, which callers cache.
 
 use crate::aspath::AsPathRegex;
-use crate::community::{Communities, Community, CommunitySet};
+use crate::community::{Communities, CommunitySet};
 use crate::prefix::{Key, MatchType, PrefixSet};
 use ribshard_wire::attr;
-use ribshard_wire::attributes::{AsSegment, AttrValue, PathAttributes};
+use ribshard_wire::attributes::PathAttributes;
 use ribshard_wire::update::{segment, RawAttrIter};
 use ribshard_wire::{Family, Origin, Prefix};
 use std::hash::{Hash, Hasher};
@@ -517,9 +517,6 @@ pub struct ApplyContext {
     /// Our AS on the session: what `as-path-prepend N` and an empty path's expand repeat.
     pub own_as: u32,
 }
-
-/// Standard communities a route server reads (and strips) under `route-server-control`.
-const RS_PREPEND: [u32; 3] = [65501, 65502, 65503];
 
 /// A chain of policies, as configured on a neighbor, group or `[bgp]`, with the default of
 /// its session type.
