@@ -13,6 +13,7 @@ pub mod clock;
 pub mod decision;
 pub mod export;
 pub mod import;
+pub mod next_hop;
 mod prefix_map;
 pub mod shard;
 
@@ -24,6 +25,7 @@ pub use export::{
     export, source_of, ExportCache, ExportKind, ExportKinds, Exported, GroupKind, GroupSpec,
 };
 pub use import::Import;
+pub use next_hop::{next_hop_addr, Resolution, Resolver};
 pub use shard::{
     shard_of, Change, DumpKey, DumpOrder, DumpPlace, DumpSet, FamilyCounts, Ineligible, Path,
     PathFilter, PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard,

@@ -33,6 +33,13 @@ impl Handle {
     fn v6(at: u32) -> Handle {
         Handle(at | V6)
     }
+    /// The handle as a number (kept in next-hop bitmaps), and back.
+    pub(crate) fn raw(self) -> u32 {
+        self.0
+    }
+    pub(crate) fn from_raw(raw: u32) -> Handle {
+        Handle(raw)
+    }
     /// The family's arena position: `Ok` for IPv4, `Err` for IPv6.
     fn at(self) -> Result<u32, u32> {
         if self.0 & V6 == 0 {

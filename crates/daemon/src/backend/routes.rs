@@ -321,6 +321,14 @@ fn path(
             "hidden",
             Some(reason("rejected", "Rejected by import policy", false)),
         ),
+        PathState::Ineligible(Ineligible::Unresolved) => (
+            "hidden",
+            Some(reason(
+                "next-hop-unresolved",
+                "Unusable path (next hop unresolved)",
+                false,
+            )),
+        ),
     };
     let (from, peer_as) = names
         .get(v.path.peer as usize)

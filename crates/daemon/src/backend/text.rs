@@ -492,6 +492,9 @@ pub(super) fn detail(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
             PathState::Ineligible(Ineligible::Rejected) => {
                 Some(("Hidden reason: ", "Rejected by import policy"))
             }
+            PathState::Ineligible(Ineligible::Unresolved) => {
+                Some(("Hidden reason: ", "Unusable path (next hop unresolved)"))
+            }
         };
         if let Some((what, why)) = reason {
             out.extend_from_slice(PAD);

@@ -17,6 +17,8 @@ pub struct Lanes {
     /// Per shard queue, then per update-thread queue: traffic and blocked time.
     pub(super) shard_queues: Vec<Arc<QueueStats>>,
     pub(super) update_queues: Vec<Arc<QueueStats>>,
+    /// The change stream's subscribers (each shard passes a barrier to each).
+    pub(super) subscribers: usize,
 }
 
 impl Lanes {

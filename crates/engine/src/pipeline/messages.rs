@@ -118,6 +118,10 @@ pub enum Broadcast {
         import: Arc<ribshard_rib::Import>,
         reimport: bool,
     },
+    /// Next-hop resolution may have changed (the resolver published new answers): each
+    /// shard asks again for its next hops and decides again the prefixes using one whose
+    /// answer changed.
+    Resolution,
 }
 
 impl Broadcast {
@@ -130,7 +134,7 @@ impl Broadcast {
             | Broadcast::FlushStale { peer, .. }
             | Broadcast::Marker { peer, .. }
             | Broadcast::Import { peer, .. } => Some(*peer),
-            Broadcast::AdvertiseNow | Broadcast::Regroup { .. } => None,
+            Broadcast::AdvertiseNow | Broadcast::Regroup { .. } | Broadcast::Resolution => None,
         }
     }
 }

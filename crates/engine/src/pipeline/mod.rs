@@ -33,15 +33,18 @@
 mod batcher;
 mod deferral;
 mod give_back;
+mod inlet;
 mod lanes;
 mod messages;
 mod query;
 mod registry;
 mod shard_thread;
+pub mod stream;
 mod update_thread;
 
 pub use batcher::Batcher;
 pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
+pub use inlet::Inlet;
 pub use lanes::{reserve, Lanes};
 pub use messages::{
     Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
@@ -49,11 +52,12 @@ pub use messages::{
     UpdateThreadStats, WITHDRAW,
 };
 pub use query::{QueueReport, QueueState, RouteWalk};
+pub use stream::{Passed, Subscriber, Tap};
 
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
 use registry::Registry;
 use ribshard_adjout::{GroupId, MemberId, Sink, UpdateGroup, WriteQueueLimits};
-use ribshard_rib::{ExportKinds, GroupSpec, Options, PeerIndex, PeerInfo, Shard};
+use ribshard_rib::{ExportKinds, GroupSpec, Options, PeerIndex, PeerInfo, Resolver, Shard};
 use ribshard_wire::Family;
 use std::collections::{BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -120,6 +124,21 @@ pub struct Reshard {
     pub paused: Duration,
 }
 
+/// What a pipeline is started with besides its thread settings.
+#[derive(Default)]
+pub struct Inputs {
+    /// Advertise to no one until these neighbors have sent their tables (see
+    /// [`UpdateDelay`]; sessions report through [`Pipeline::deferral_up`] and the two after
+    /// it).
+    pub update_delay: Option<(UpdateDelay, Vec<PeerIndex>)>,
+    /// Where next hops resolve ([`ribshard_rib::next_hop`]); none: every next hop is
+    /// reachable at IGP cost 0. Tell the shards of a change with
+    /// [`Pipeline::resolution_changed`].
+    pub resolver: Option<Arc<dyn Resolver>>,
+    /// The change stream's subscribers besides update-group export ([`stream`]).
+    pub subscribers: Vec<Arc<dyn Subscriber>>,
+}
+
 /// A running pipeline.
 pub struct Pipeline {
     lanes: Arc<RwLock<Arc<Lanes>>>,
@@ -145,6 +164,8 @@ pub struct Pipeline {
     /// The ways of exporting in use, shared by every generation of shards (export results
     /// are kept on the attribute sets under a kind's id: `ribshard_rib::ExportKinds`).
     kinds: Arc<ExportKinds>,
+    resolver: Option<Arc<dyn Resolver>>,
+    subscribers: Vec<Arc<dyn Subscriber>>,
 }
 
 impl Pipeline {
@@ -160,6 +181,23 @@ impl Pipeline {
         config: PipelineConfig,
         update_delay: Option<(UpdateDelay, Vec<PeerIndex>)>,
     ) -> Arc<Pipeline> {
+        Pipeline::start_with(
+            config,
+            Inputs {
+                update_delay,
+                ..Inputs::default()
+            },
+        )
+    }
+
+    /// Starts the shard and update threads with a deferral, a resolver and subscribers
+    /// ([`Inputs`]).
+    pub fn start_with(config: PipelineConfig, inputs: Inputs) -> Arc<Pipeline> {
+        let Inputs {
+            update_delay,
+            resolver,
+            subscribers,
+        } = inputs;
         let config = config.normalized();
         let neighbors = update_delay
             .as_ref()
@@ -169,7 +207,7 @@ impl Pipeline {
         })));
         let deferring = Arc::new(AtomicBool::new(lock(&deferral).is_some()));
         let tables = (0..config.shards)
-            .map(|_| Shard::new(config.options))
+            .map(|_| Shard::resolving(config.options, resolver.clone()))
             .collect();
         let telemetry = Arc::new(Telemetry::default());
         let kinds = Arc::new(ExportKinds::default());
@@ -177,6 +215,7 @@ impl Pipeline {
             epoch: 0,
             deferring: deferring.clone(),
             kinds: kinds.clone(),
+            subscribers: subscribers.clone(),
         };
         let (lanes, threads) = spawn_threads(
             config,
@@ -222,6 +261,8 @@ impl Pipeline {
             deferring,
             neighbors: Mutex::new(neighbors),
             kinds,
+            resolver,
+            subscribers,
         })
     }
 
@@ -474,6 +515,13 @@ impl Pipeline {
         })
     }
 
+    /// The messages that tell every shard next-hop resolution may have changed (the
+    /// resolver published new answers): each decides again only the prefixes whose next
+    /// hop's answer changed. Hand them on with [`Pipeline::deliver_blocking`].
+    pub fn resolution_changed(&self) -> Vec<Routed> {
+        self.lanes().broadcast(Broadcast::Resolution)
+    }
+
     /// The messages that drop a peer's stale paths (End-of-RIB, restart time over).
     pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()
@@ -590,7 +638,7 @@ impl Pipeline {
             let _ = t.join();
         }
         let mut new_tables: Vec<Shard> = (0..config.shards)
-            .map(|_| Shard::new(config.options))
+            .map(|_| Shard::resolving(config.options, self.resolver.clone()))
             .collect();
         for t in tables {
             t.move_into(&mut new_tables);
@@ -621,6 +669,7 @@ impl Pipeline {
             epoch: old.epoch + 1,
             deferring: self.deferring.clone(),
             kinds: self.kinds.clone(),
+            subscribers: self.subscribers.clone(),
         };
         let (lanes, handles) = spawn_threads(
             config,
@@ -716,7 +765,8 @@ fn barrier(lanes: &Lanes) {
         let _ = s.blocking_send(ToShard::Barrier(tx.clone()));
     }
     drop(tx);
-    let want = lanes.shards.len() * lanes.updates.len().max(1);
+    // Each shard's barrier passes its update threads (or itself) and its subscribers' taps.
+    let want = lanes.shards.len() * (lanes.updates.len().max(1) + lanes.subscribers);
     for _ in 0..want {
         if rx.recv().is_err() {
             break;
@@ -742,6 +792,7 @@ struct Generation {
     epoch: u64,
     deferring: Arc<AtomicBool>,
     kinds: Arc<ExportKinds>,
+    subscribers: Vec<Arc<dyn Subscriber>>,
 }
 
 fn spawn_threads(
@@ -757,6 +808,7 @@ fn spawn_threads(
         epoch,
         deferring,
         kinds,
+        subscribers,
     } = generation;
     let mut threads = Vec::new();
     let (shard_tx, shard_rx): (Vec<_>, Vec<_>) = (0..config.shards)
@@ -806,6 +858,10 @@ fn spawn_threads(
             telemetry.clone(),
             deferring.clone(),
             kinds.clone(),
+            subscribers
+                .iter()
+                .map(|s| s.tap(i, config.shards))
+                .collect(),
         );
         w.resume(table, shard_groups, &place);
         let q = shard_queues.get(i).cloned().unwrap_or_default();
@@ -820,6 +876,7 @@ fn spawn_threads(
         updates: update_tx,
         shard_queues,
         update_queues,
+        subscribers: subscribers.len(),
     };
     (lanes, threads)
 }

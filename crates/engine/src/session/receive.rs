@@ -4,7 +4,6 @@
 
 use super::adj_index::AdjIndex;
 use super::conn::ReadError;
-use super::deliver::Out;
 use super::task::{Ending, Session};
 use super::{Inbound, SessionError, Stamped};
 use crate::negotiate::negotiate;
@@ -156,7 +155,7 @@ impl Session {
                 // The table again; framed by BoRR and EoRR when enhanced (RFC 7313 section 4).
                 if let (Some(p), Some(j)) = (&self.pipeline, &self.joined) {
                     let t = p.refresh(j, enhanced.then_some(family));
-                    self.pending.push_back(Out::Pipe(t));
+                    self.inlet.push(t);
                 }
                 self.tap(Inbound::RouteRefresh {
                     peer: self.index,
@@ -175,7 +174,7 @@ impl Session {
                 }
                 if let Some(p) = &self.pipeline {
                     for t in p.refresh_begin(self.index as u32, families(&[family])) {
-                        self.pending.push_back(Out::Pipe(t));
+                        self.inlet.push(t);
                     }
                 }
             }

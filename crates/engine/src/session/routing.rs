@@ -2,7 +2,6 @@
 //! its member joins an update group), leaving it, handing routes on in per-shard batches,
 //! graceful-restart stale routes, and prefix limits (RFC 4486).
 
-use super::deliver::Out;
 use super::task::Session;
 use super::{Inbound, SessionError};
 use crate::negotiate::Negotiated;
@@ -23,7 +22,7 @@ use tracing::{info, warn};
 impl Session {
     pub(super) fn tap(&mut self, m: Inbound) {
         if self.tap.is_some() {
-            self.pending.push_back(Out::Tap(m));
+            self.tapped.push_back(m);
         }
     }
 
@@ -33,11 +32,11 @@ impl Session {
             if !b.is_empty() {
                 let epoch = b.epoch();
                 for (i, m) in b.take() {
-                    self.pending.push_back(Out::Pipe(Routed {
+                    self.inlet.push(Routed {
                         target: Target::Shard(i, m),
                         epoch,
                         more: false,
-                    }));
+                    });
                 }
             }
             // After a re-shard, split for the shards in force (what was split for the old
@@ -53,7 +52,7 @@ impl Session {
     pub(super) fn push_flush_stale(&mut self, families: [bool; 2]) {
         if let Some(p) = &self.pipeline {
             for t in p.flush_stale(self.index as u32, families) {
-                self.pending.push_back(Out::Pipe(t));
+                self.inlet.push(t);
             }
         }
     }
@@ -75,11 +74,8 @@ impl Session {
             return;
         };
         let peer = self.index as u32;
-        self.pending.extend(
-            p.import_policy(peer, self.import(), false)
-                .into_iter()
-                .map(Out::Pipe),
-        );
+        self.inlet
+            .extend(p.import_policy(peer, self.import(), false));
         let r = &self.s.routing;
         let info = PeerInfo {
             ebgp: !self.s.internal,
@@ -177,12 +173,11 @@ impl Session {
         self.status.send_modify(|st| st.group = group);
         self.end_of_rib = [false; 2];
         p.telemetry().established(peer);
-        self.pending.extend(msgs.into_iter().map(Out::Pipe));
+        self.inlet.extend(msgs);
         // Start-up deferral: its End-of-RIB is waited for only if it does graceful restart
         // (RFC 4724 section 4.1).
         let waits = n.graceful_restart.is_some();
-        self.pending
-            .extend(p.deferral_up(peer, waits).into_iter().map(Out::Pipe));
+        self.inlet.extend(p.deferral_up(peer, waits));
         // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
         // without a family in it) keeps no stale routes.
         if let Some((f, until)) = self.stale {
@@ -249,7 +244,7 @@ impl Session {
             // After the routes handed on so far, before any that follow.
             self.flush_routes();
             let msgs = p.import_policy(self.index as u32, self.import(), true);
-            self.pending.extend(msgs.into_iter().map(Out::Pipe));
+            self.inlet.extend(msgs);
             done.reimported = true;
         }
         if let (true, Some(j)) = (export_changed, self.joined.clone()) {
@@ -259,7 +254,7 @@ impl Session {
             if spec != *j.spec {
                 info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export policy changed: moved to the update group of the new policy, sent what changes");
                 let (msgs, joined) = p.regroup(&j, spec);
-                self.pending.extend(msgs.into_iter().map(Out::Pipe));
+                self.inlet.extend(msgs);
                 self.joined = Some(joined);
                 let group = self.joined.clone();
                 self.status.send_modify(|st| st.group = group);
@@ -281,12 +276,8 @@ impl Session {
         let kept = stale.map(|g| families(&g.families));
         self.status.send_modify(|st| st.group = None);
         let msgs = p.peer_down(self.index as u32, kept, self.joined.take());
-        self.pending.extend(msgs.into_iter().map(Out::Pipe));
-        self.pending.extend(
-            p.deferral_down(self.index as u32)
-                .into_iter()
-                .map(Out::Pipe),
-        );
+        self.inlet.extend(msgs);
+        self.inlet.extend(p.deferral_down(self.index as u32));
         self.stale = match (kept, stale) {
             (Some(f), Some(g)) => Some((
                 f,
@@ -360,11 +351,9 @@ impl Session {
         let peer = self.index as u32;
         self.flush_routes();
         if let Some(token) = p.telemetry().end_of_rib(peer, p.groups()) {
-            self.pending
-                .extend(p.marker(peer, token).into_iter().map(Out::Pipe));
+            self.inlet.extend(p.marker(peer, token));
         }
         // After its routes: the shards have them all when they start advertising.
-        self.pending
-            .extend(p.deferral_end_of_rib(peer).into_iter().map(Out::Pipe));
+        self.inlet.extend(p.deferral_end_of_rib(peer));
     }
 }

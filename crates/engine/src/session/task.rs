@@ -4,13 +4,13 @@
 
 use super::adj_index::AdjIndex;
 use super::conn::{Conn, Progress, ReadError};
-use super::deliver::{deliver, Out};
+use super::deliver::deliver_tapped;
 use super::{
     reject, reject_conn, Clear, ClearError, Control, Inbound, SessionCounters, SessionError,
     SessionStatus, Stamped, Stop,
 };
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
-use crate::pipeline::{Batcher, Joined, Pipeline, Routed};
+use crate::pipeline::{Batcher, Inlet, Joined, Pipeline, Routed};
 use crate::socket::{self, ConnectOptions};
 use bytes::Bytes;
 use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
@@ -24,7 +24,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::net::TcpStream;
-use tokio::sync::{mpsc, watch, OwnedRwLockReadGuard};
+use tokio::sync::{mpsc, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 use tracing::{debug, info, warn};
@@ -111,11 +111,11 @@ pub(super) struct Session {
     pub(super) end_of_rib: [bool; 2],
     pub(super) tap: Option<mpsc::Sender<Inbound>>,
     pub(super) pipeline: Option<Arc<Pipeline>>,
-    /// What waits for room in the pipeline or the tap, in order; the socket is not read
-    /// meanwhile, and nothing (Up and Down included) is ever dropped.
-    pub(super) pending: VecDeque<Out>,
-    /// The pipeline's gate, held while the parts of a message to every shard go out.
-    pub(super) gate: Option<OwnedRwLockReadGuard<()>>,
+    /// What waits for room in the pipeline, in order; the socket is not read meanwhile,
+    /// and nothing (Up and Down included) is ever dropped.
+    pub(super) inlet: Inlet,
+    /// What waits for room in the tap, likewise.
+    pub(super) tapped: VecDeque<Inbound>,
     /// This session's attribute sets (a new table per Established session: export results
     /// are cached per set, and the neighbor's identity may change between sessions).
     pub(super) interner: Option<Interner>,
@@ -172,8 +172,8 @@ impl Session {
             end_of_rib: [false; 2],
             tap,
             pipeline,
-            pending: VecDeque::new(),
-            gate: None,
+            inlet: Inlet::new(),
+            tapped: VecDeque::new(),
             interner: None,
             batcher: None,
             joined: None,
@@ -208,7 +208,8 @@ impl Session {
             // KEEPALIVE add nothing to hand on, and a neighbor reconnecting while its old
             // session's routes are still being removed must not wait for that to come up.
             let reading = self.conn.is_some() && self.may_read();
-            let has_pending = !self.pending.is_empty();
+            let for_pipeline = !self.inlet.is_empty();
+            let for_tap = !self.tapped.is_empty();
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
             let has_secondary = self.secondary.is_some();
@@ -218,8 +219,8 @@ impl Session {
                 let connecting = self.connecting.as_mut();
                 let tap = &self.tap;
                 let pipeline = &self.pipeline;
-                let pending = &mut self.pending;
-                let gate = &mut self.gate;
+                let inlet = &mut self.inlet;
+                let tapped = &mut self.tapped;
                 tokio::select! {
                     c = ctl.recv() => Wake::Control(c),
                     r = async move {
@@ -234,7 +235,14 @@ impl Session {
                             None => std::future::pending().await,
                         }
                     }, if has_secondary => Wake::Secondary(r),
-                    _ = deliver(pending, tap, pipeline, gate), if has_pending => Wake::Delivered,
+                    _ = async move {
+                        match pipeline {
+                            Some(p) => p.deliver(inlet).await,
+                            // No pipeline (a session tested alone): nothing to hand on.
+                            None => inlet.clear(),
+                        }
+                    }, if for_pipeline => Wake::Delivered,
+                    _ = deliver_tapped(tapped, tap), if for_tap => Wake::Delivered,
                     r = async move {
                         match connecting {
                             Some(h) => h.await,
@@ -299,8 +307,13 @@ impl Session {
 
     /// Backpressure: an Established session reads no more UPDATEs while what it received
     /// waits to be handed on (see the loop in [`Session::run`]).
+    /// Nothing waits to be handed on, to the pipeline or the tap.
+    pub(super) fn nothing_pending(&self) -> bool {
+        self.inlet.is_empty() && self.tapped.is_empty()
+    }
+
     fn may_read(&self) -> bool {
-        self.pending.is_empty() || self.fsm.state() != State::Established
+        self.nothing_pending() || self.fsm.state() != State::Established
     }
 
     /// Takes in the messages already buffered, up to [`BUFFERED_AT_ONCE`], while reading
@@ -419,7 +432,7 @@ impl Session {
                 } else {
                     enhanced.iter().map(|f| p.refresh(j, Some(*f))).collect()
                 };
-                self.pending.extend(msgs.into_iter().map(Out::Pipe));
+                self.inlet.extend(msgs);
                 Ok(())
             }
             Clear::SoftInbound => {
@@ -750,7 +763,7 @@ impl Session {
     /// Whether we are not reading (backpressure: work waits to be handed on) while the
     /// neighbor's data waits for us, in our buffer or the socket's.
     pub(super) fn input_waiting(&self) -> bool {
-        !self.pending.is_empty()
+        !self.nothing_pending()
             && self
                 .conn
                 .as_ref()
@@ -761,7 +774,7 @@ impl Session {
     /// working through everything it sent before: routes of a session that is over. The
     /// socket's TCP state tells it sooner; what was not read yet is dropped with the session.
     pub(super) fn check_closed_while_paused(&mut self) {
-        if self.pending.is_empty() || self.fsm.state() != State::Established {
+        if self.nothing_pending() || self.fsm.state() != State::Established {
             return;
         }
         if self.conn.as_ref().is_some_and(|c| c.peer_closed()) {

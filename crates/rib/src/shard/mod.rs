@@ -9,6 +9,7 @@
 use crate::attrs::RouteAttrs;
 use crate::decision::{best_path, compare, multipath_equal, Candidate, Options};
 use crate::import::{self, Import, ImportCache};
+use crate::next_hop::{NextHops, Resolution, Resolver};
 use ribshard_wire::{Family, Nlri, Prefix};
 // hashbrown with its default (foldhash) hasher inside: the table is keyed by prefixes we do
 // not choose, but a shard is not reachable by anyone who could aim collisions at one bucket
@@ -166,6 +167,7 @@ impl Dest {
     fn remove_where(
         &mut self,
         tally: &mut Tally,
+        next_hops: &mut NextHops,
         family: usize,
         mut f: impl FnMut(&Path) -> bool,
     ) -> usize {
@@ -177,6 +179,7 @@ impl Dest {
             }
             removed += 1;
             tally.remove_path(p, family);
+            next_hops.remove_path(&p.attrs);
             if Some(p.arrival) == r {
                 p.set_gone();
                 return true;
@@ -310,6 +313,13 @@ pub struct Change {
     pub old: Option<Path>,
     /// The new best path; `None` when the prefix is gone.
     pub best: Option<Path>,
+    /// With `multipath`, the rest of the new best path's equal-cost set, in preference
+    /// order; empty without it.
+    pub multipath: Vec<Path>,
+    /// Whether the best path changed. With `multipath` every decided prefix is reported,
+    /// since its equal-cost set may have changed with the same best path (the shard keeps
+    /// no copy of the set it reported); those changes have this false.
+    pub best_changed: bool,
 }
 
 pub struct Shard {
@@ -329,10 +339,18 @@ pub struct Shard {
     /// Per peer index: its import policy (none: accept everything).
     imports: Vec<Option<Arc<Import>>>,
     import_cache: ImportCache,
+    /// Each next hop's resolution and where its paths are.
+    next_hops: NextHops,
 }
 
 impl Shard {
     pub fn new(options: Options) -> Shard {
+        Shard::resolving(options, None)
+    }
+
+    /// A shard whose paths are eligible only where `resolver` says their next hop is
+    /// reachable, at the IGP cost it gives (none: every next hop, at cost 0).
+    pub fn resolving(options: Options, resolver: Option<Arc<dyn Resolver>>) -> Shard {
         Shard {
             dests: PrefixMap::default(),
             peers: Vec::new(),
@@ -344,7 +362,53 @@ impl Shard {
             scratch: (Vec::new(), Vec::new()),
             imports: Vec::new(),
             import_cache: ImportCache::default(),
+            next_hops: NextHops::new(resolver),
         }
+    }
+
+    /// The resolver this shard asks, if any.
+    pub fn resolver(&self) -> Option<&Arc<dyn Resolver>> {
+        self.next_hops.resolver()
+    }
+
+    /// The next hops of this shard's paths: each with its last resolution and live paths.
+    pub fn next_hops(&self) -> Vec<(std::net::IpAddr, Resolution, u32)> {
+        self.next_hops.list()
+    }
+
+    /// Heap octets of the next-hop index (where each next hop's paths are).
+    pub fn next_hop_index_bytes(&self) -> usize {
+        self.next_hops.index_bytes()
+    }
+
+    /// Resolution may have changed (the resolver published a new answer): asks again for
+    /// every next hop, and marks for decision the prefixes that use one whose answer
+    /// changed (found through the next-hop index, not a table walk). Returns how many.
+    pub fn resolution_changed(&mut self) -> usize {
+        let mut touched = 0;
+        for i in self.next_hops.refresh() {
+            let Some((addr, at)) = self.next_hops.positions(i) else {
+                continue;
+            };
+            let mut stale = Vec::new();
+            for h in at {
+                let Some((_, d)) = self.dests.at_mut(h) else {
+                    stale.push(h);
+                    continue;
+                };
+                let uses = d.paths.iter().any(|p| {
+                    !p.gone() && crate::next_hop::next_hop_addr(p.attrs.next_hop()) == Some(addr)
+                });
+                if uses {
+                    Self::touch(&mut self.journal, h, d);
+                    touched += 1;
+                } else {
+                    stale.push(h);
+                }
+            }
+            self.next_hops.forget_positions(i, &stale);
+        }
+        touched
     }
 
     /// Sets a peer's import policy, applied to the paths it sends from now on (a
@@ -461,26 +525,45 @@ impl Shard {
         };
         let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
         new.set_rejected(rejected);
-        Self::replace(&mut self.tally, d, existing, new, family);
+        Self::replace(
+            &mut self.tally,
+            &mut self.next_hops,
+            d,
+            at,
+            existing,
+            new,
+            family,
+        );
         Self::touch(&mut self.journal, at, d);
     }
 
     /// Puts a new version of a path in place of `existing` (an index into the prefix's
     /// paths), or beside the others.
     #[inline]
-    fn replace(tally: &mut Tally, d: &mut Dest, existing: Option<usize>, new: Path, family: usize) {
+    fn replace(
+        tally: &mut Tally,
+        next_hops: &mut NextHops,
+        d: &mut Dest,
+        at: Handle,
+        existing: Option<usize>,
+        new: Path,
+        family: usize,
+    ) {
         let reported = d.reported();
+        next_hops.add_path(&new.attrs, at);
         match existing.and_then(|i| d.paths.get_mut(i)) {
             // An implicit withdrawal (RFC 4271 section 3.1): the new path replaces it; the
             // reported best stays until decided.
             Some(p) if Some(p.arrival) == reported => {
                 tally.remove_path(p, family);
+                next_hops.remove_path(&p.attrs);
                 p.set_gone();
                 tally.add_path(&new, family);
                 d.paths.push(new);
             }
             Some(p) => {
                 tally.remove_path(p, family);
+                next_hops.remove_path(&p.attrs);
                 tally.add_path(&new, family);
                 *p = new;
             }
@@ -511,7 +594,7 @@ impl Shard {
         let path_id = n.path_id.unwrap_or(0);
         let family = prefix.family().index();
         if let Some((at, d)) = self.dests.get_mut(&prefix) {
-            let n = d.remove_where(&mut self.tally, family, |p| {
+            let n = d.remove_where(&mut self.tally, &mut self.next_hops, family, |p| {
                 p.peer == peer && p.path_id == path_id
             });
             if n > 0 {
@@ -575,6 +658,7 @@ impl Shard {
             let in_family = f_of(prefix);
             let family = prefix.family().index();
             let tally = &mut self.tally;
+            let nh = &mut self.next_hops;
             let n = match walk.op {
                 WalkOp::Reimport => {
                     let mut n = 0;
@@ -597,14 +681,14 @@ impl Shard {
                         let mut new = Path::new(peer, p.path_id, attrs, self.arrival, p.since());
                         new.set_rejected(rejected);
                         new.set_stale(p.stale());
-                        Self::replace(tally, d, Some(i), new, family);
+                        Self::replace(tally, nh, d, at, Some(i), new, family);
                         n += 1;
                     }
                     n
                 }
-                WalkOp::Remove => d.remove_where(tally, family, |p| p.peer == peer),
+                WalkOp::Remove => d.remove_where(tally, nh, family, |p| p.peer == peer),
                 WalkOp::FlushStale(f) if in_family(&f) => {
-                    d.remove_where(tally, family, |p| p.peer == peer && p.stale())
+                    d.remove_where(tally, nh, family, |p| p.peer == peer && p.stale())
                 }
                 WalkOp::FlushStale(_) => 0,
                 WalkOp::MarkStale(f) | WalkOp::RefreshBegin(f) if in_family(&f) => {
@@ -615,7 +699,7 @@ impl Shard {
                     0
                 }
                 // Families the restarting peer does not preserve go now.
-                WalkOp::MarkStale(_) => d.remove_where(tally, family, |p| p.peer == peer),
+                WalkOp::MarkStale(_) => d.remove_where(tally, nh, family, |p| p.peer == peer),
                 WalkOp::RefreshBegin(_) => 0,
             };
             if n > 0 {
@@ -630,15 +714,8 @@ impl Shard {
         Decider {
             peers: &self.peers,
             options: &self.options,
+            next_hops: &self.next_hops,
         }
-    }
-
-    fn candidate(&self, p: &Path) -> Candidate {
-        self.decider().candidate(p)
-    }
-
-    fn eligible(&self, p: &Path) -> bool {
-        self.decider().eligible(p)
     }
 
     /// The best of a prefix's eligible paths, decided now.
@@ -667,19 +744,8 @@ impl Shard {
         let (Some(best), Some(m)) = (d.paths.get(b), self.options.multipath) else {
             return d.paths.get(b).into_iter().collect();
         };
-        let bc = self.candidate(best);
-        let mut rest: Vec<(&Path, Candidate)> = d
-            .paths
-            .iter()
-            .enumerate()
-            .filter(|(i, p)| *i != b && self.eligible(p))
-            .map(|(_, p)| (p, self.candidate(p)))
-            .filter(|(_, c)| multipath_equal(&bc, c, m, &self.options))
-            .collect();
-        // MED is no tie-breaker here: it is equal wherever multipath_equal compared it.
-        rest.sort_by(|(_, a), (_, b)| compare(a, b, false, &self.options));
         std::iter::once(best)
-            .chain(rest.into_iter().map(|(p, _)| p))
+            .chain(self.decider().equal_cost(&d.paths, best, m))
             .collect()
     }
 
@@ -735,6 +801,11 @@ impl Shard {
             }
             let dirty = d.dirty;
             let at = to.dests.insert(prefix, d);
+            if let Some(d) = to.dests.at(at) {
+                for p in d.paths.iter().filter(|p| !p.gone()) {
+                    to.next_hops.add_path(&p.attrs, at);
+                }
+            }
             if dirty {
                 to.journal.push(at);
             }
@@ -766,7 +837,9 @@ impl Shard {
         let deciding = Decider {
             peers: &self.peers,
             options: &self.options,
+            next_hops: &self.next_hops,
         };
+        let multipath = self.options.multipath;
         for at in journal {
             // No lookup: the journal holds where each entry is, and the decision reads the
             // peers and options beside the table, not through the shard.
@@ -779,6 +852,19 @@ impl Shard {
                 .best_of(&d.paths, &mut scratch)
                 .and_then(|i| d.paths.get(i));
             let changed = at_best.map(|p| p.arrival) != d.reported();
+            if let (Some(out), Some(m), false) = (changes.as_deref_mut(), multipath, changed) {
+                // The same best path; its equal-cost set may still have changed.
+                if let Some(best) = at_best {
+                    out.push(Change {
+                        prefix,
+                        position: Position(at),
+                        old: Some(best.clone()),
+                        best: Some(best.clone()),
+                        multipath: owned(deciding.equal_cost(&d.paths, best, m)),
+                        best_changed: false,
+                    });
+                }
+            }
             if changed {
                 count += 1;
                 let reported = d.reported_path();
@@ -794,6 +880,11 @@ impl Shard {
                         position: Position(at),
                         old: reported.cloned(),
                         best: at_best.cloned(),
+                        multipath: match (multipath, at_best) {
+                            (Some(m), Some(best)) => owned(deciding.equal_cost(&d.paths, best, m)),
+                            _ => Vec::new(),
+                        },
+                        best_changed: true,
                     });
                 }
                 if let Some(peer) = old {
@@ -823,6 +914,7 @@ impl Shard {
 struct Decider<'a> {
     peers: &'a [PeerInfo],
     options: &'a Options,
+    next_hops: &'a NextHops,
 }
 
 impl Decider<'_> {
@@ -842,7 +934,7 @@ impl Decider<'_> {
             med: a.med,
             neighbor_as: a.neighbor_as.unwrap_or(info.local_as),
             ebgp: info.ebgp,
-            igp_cost: 0,
+            igp_cost: self.next_hops.resolution(a).metric,
             router_id: a.originator_id.unwrap_or(info.router_id),
             cluster_list_len: a.cluster_list_len,
             peer_address: info.address,
@@ -850,10 +942,46 @@ impl Decider<'_> {
         }
     }
 
-    /// Whether a path may be chosen: it is there, import policy accepts it and it does not
-    /// loop.
+    /// Whether a path may be chosen: it is there, import policy accepts it, it does not
+    /// loop and its next hop resolves (RFC 4271 section 9.1.2.1).
     fn eligible(&self, p: &Path) -> bool {
-        !p.gone() && p.accepted()
+        !p.gone() && p.accepted() && self.next_hops.resolution(&p.attrs).reachable
+    }
+
+    /// Why a path is not eligible (`None` if it is).
+    fn ineligible(&self, p: &Path) -> Option<Ineligible> {
+        if !p.attrs.loop_free {
+            Some(Ineligible::Loop)
+        } else if p.rejected() {
+            Some(Ineligible::Rejected)
+        } else if !self.next_hops.resolution(&p.attrs).reachable {
+            Some(Ineligible::Unresolved)
+        } else {
+            None
+        }
+    }
+
+    /// The rest of `best`'s equal-cost set among `paths` ([`multipath_equal`]), in
+    /// preference order.
+    fn equal_cost<'p>(
+        &self,
+        paths: &'p [Path],
+        best: &Path,
+        m: crate::decision::Multipath,
+    ) -> Vec<&'p Path> {
+        if paths.len() < 2 {
+            return Vec::new();
+        }
+        let bc = self.candidate(best);
+        let mut rest: Vec<(&Path, Candidate)> = paths
+            .iter()
+            .filter(|p| !std::ptr::eq(*p, best) && self.eligible(p))
+            .map(|p| (p, self.candidate(p)))
+            .filter(|(_, c)| multipath_equal(&bc, c, m, self.options))
+            .collect();
+        // MED is no tie-breaker here: it is equal wherever multipath_equal compared it.
+        rest.sort_by(|(_, a), (_, b)| compare(a, b, false, self.options));
+        rest.into_iter().map(|(p, _)| p).collect()
     }
 
     /// The index of the best eligible path; `scratch` is reused between calls so deciding
@@ -875,6 +1003,10 @@ impl Decider<'_> {
         let i = best_path(cands, self.options)?;
         index.get(i).copied()
     }
+}
+
+fn owned(paths: Vec<&Path>) -> Vec<Path> {
+    paths.into_iter().cloned().collect()
 }
 
 /// Whether a family flag is set for the prefix's family.

@@ -49,6 +49,9 @@ pub enum Ineligible {
     Loop,
     /// The import policy of its peer rejects it.
     Rejected,
+    /// No route (of another protocol: never one of ours) covers its next hop (RFC 4271
+    /// section 9.1.2.1).
+    Unresolved,
 }
 
 /// Which prefixes a walk selects.
@@ -161,11 +164,9 @@ impl Shard {
                     .position(|x| *x == i)
                     .and_then(|k| cands.get(k));
                 let state = match (cand, active) {
-                    (None, _) => PathState::Ineligible(if p.attrs.loop_free {
-                        Ineligible::Rejected
-                    } else {
-                        Ineligible::Loop
-                    }),
+                    (None, _) => {
+                        PathState::Ineligible(dec.ineligible(p).unwrap_or(Ineligible::Rejected))
+                    }
                     (Some(_), Some((a, _))) if a == i => PathState::Active {
                         over: if filter.explain {
                             self.runner_up_step(cands, best)
@@ -259,10 +260,8 @@ impl Shard {
                 }
             } else if !filter.hidden && !filter.rejected {
                 continue;
-            } else if p.attrs.loop_free {
-                PathState::Ineligible(Ineligible::Rejected)
             } else {
-                PathState::Ineligible(Ineligible::Loop)
+                PathState::Ineligible(dec.ineligible(p).unwrap_or(Ineligible::Rejected))
             };
             paths.push(PathView {
                 path: p.clone(),

@@ -6,6 +6,7 @@
 
 use super::give_back;
 use super::lanes::blocking;
+use super::stream::{Passed, Tap};
 use super::update_thread::UpdateWorker;
 use super::{
     Broadcast, Handover, Membership, PipelineConfig, RouteChunk, RouteQuery, ShardStats, ToShard,
@@ -192,6 +193,9 @@ pub(super) struct ShardWorker {
     moving: HashMap<MemberId, Vec<(GroupId, GroupId)>>,
     /// The Adj-RIB-In's paths when the first of the peer-down walks under way began.
     paths_before_downs: Option<usize>,
+    /// The subscribers of the change stream besides update-group export
+    /// ([`super::stream`]), each one's part in this shard.
+    taps: Vec<Box<dyn Tap>>,
 }
 
 /// A member held back by the start-up deferral, and the dump it will get (token 0, the
@@ -212,6 +216,7 @@ const LOADED_SHARE: f64 = 0.25;
 impl ShardWorker {
     /// A shard worker; without update threads it runs the update groups itself, in
     /// `inline` (or a new worker).
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn new(
         index: usize,
         config: PipelineConfig,
@@ -220,7 +225,14 @@ impl ShardWorker {
         telemetry: Arc<Telemetry>,
         deferring: Arc<AtomicBool>,
         kinds: Arc<ExportKinds>,
+        mut taps: Vec<Box<dyn Tap>>,
     ) -> ShardWorker {
+        if !deferring.load(Ordering::Acquire) {
+            // No deferral to wait for: the stream's subscribers may act on what comes.
+            for t in taps.iter_mut() {
+                t.advertising();
+            }
+        }
         let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
                 UpdateWorker::new(0, 1, config.write_queue, None, telemetry.clone())
@@ -255,6 +267,7 @@ impl ShardWorker {
             held_members: Vec::new(),
             paths_before_downs: None,
             moving: HashMap::new(),
+            taps,
         }
     }
 
@@ -402,6 +415,9 @@ impl ShardWorker {
                 }
                 self.drain();
                 self.pack_inline(true);
+                for t in self.taps.iter_mut() {
+                    t.barrier(Passed::new(ack.clone()));
+                }
                 match &mut self.out {
                     Out::Threads(senders, _) => {
                         for s in senders.iter() {
@@ -466,6 +482,19 @@ impl ShardWorker {
                 }
                 for (m, token, previous) in std::mem::take(&mut self.held_members) {
                     self.add_member(m, token, previous);
+                }
+                for t in self.taps.iter_mut() {
+                    t.advertising();
+                }
+            }
+            Broadcast::Resolution => {
+                let n = self.shard.resolution_changed();
+                if n > 0 {
+                    tracing::debug!(
+                        shard = self.index,
+                        prefixes = n,
+                        "next-hop resolution changed: deciding again"
+                    );
                 }
             }
             Broadcast::PeerDown {
@@ -621,16 +650,19 @@ impl ShardWorker {
             self.observe_decided();
             return;
         }
-        if self.groups.is_empty() && self.dumps.is_empty() {
+        if self.groups.is_empty() && self.dumps.is_empty() && self.taps.is_empty() {
             // No one to tell (the start-up deferral): decided, not reported.
             self.stats.changes += self.shard.decide_unreported() as u64;
             self.observe_decided();
             return;
         }
         let changes = self.shard.drain_changes();
-        self.stats.changes += changes.len() as u64;
+        self.stats.changes += changes.iter().filter(|c| c.best_changed).count() as u64;
+        for t in self.taps.iter_mut() {
+            t.decided(&self.shard, &changes);
+        }
         for d in self.dumps.iter_mut() {
-            d.changed(changes.iter().map(|c| c.prefix));
+            d.changed(changes.iter().filter(|c| c.best_changed).map(|c| c.prefix));
         }
         let received = self.observe_decided();
         if self.groups.is_empty() {
@@ -704,7 +736,8 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         let src = shard.peer(p.peer);
         cache.get(spec, &src, p.peer, &p.attrs, prefix)
     };
-    for c in changes {
+    // An equal-cost set alone (`multipath`) is not advertised: only the best path is.
+    for c in changes.iter().filter(|c| c.best_changed) {
         let f = c.prefix.family();
         let old = export(&c.old, &c.prefix);
         let new = export(&c.best, &c.prefix);
