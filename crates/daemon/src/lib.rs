@@ -14,6 +14,7 @@ pub mod advise;
 pub mod backend;
 pub mod cli;
 pub mod config;
+pub mod forwarding;
 pub mod policy_test;
 pub mod reload;
 pub mod run;

@@ -72,6 +72,8 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
     restart(running.management != new.management, "management");
     // Read at start only: it is about the first tables.
     restart(running.update_delay != new.update_delay, "bgp.update-delay");
+    restart(running.fib != new.fib, "fib");
+    restart(running.resolution != new.resolution, "bgp.resolution");
     let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
     let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
         active.iter().map(|a| (key(&a.1), a)).collect();
@@ -117,6 +119,8 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c.threading.write_queue_high_water = running.threading.write_queue_high_water;
     c.management = running.management.clone();
     c.update_delay = running.update_delay;
+    c.fib = running.fib.clone();
+    c.resolution = running.resolution.clone();
     c
 }
 
@@ -269,6 +273,8 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
                     }
                     live.peers.push(s.clone());
                     live.active.push((i, s.clone()));
+                    // Before its routes can come: whether the FIB installs them.
+                    daemon.sync_no_install(&new, &live.active);
                 }
                 Err(e) => {
                     error!(neighbor = %s.name(), "cannot start the session: {e}");
@@ -283,6 +289,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
     }
     if applied {
         live.config = applied_config(&live.config, new);
+        daemon.sync_no_install(&live.config, &live.active);
         info!(
             neighbors = live.active.len(),
             "configuration reloaded{}",

@@ -4,6 +4,7 @@
 
 use crate::backend::Api;
 use crate::config::{pipeline_config, settings, Config};
+use crate::forwarding::Forwarding;
 use crate::state::{Daemon, Live};
 use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::telemetry::{register, ThreadKind};
@@ -63,13 +64,19 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
         let pc = pipeline_config(&config);
+        // The FIB writer and the kernel watcher before the pipeline: resolution is right
+        // from the first route.
+        let forwarding = Forwarding::start(&config)?;
         // Every configured neighbor is waited for at start (within update-delay's bounds).
-        let pipeline = Pipeline::start_deferred(
+        let pipeline = Pipeline::start_with(
             pc,
-            config
-                .update_delay
-                .map(|d| (d, (0..peers.len() as u32).collect())),
+            forwarding.inputs(
+                config
+                    .update_delay
+                    .map(|d| (d, (0..peers.len() as u32).collect())),
+            ),
         );
+        forwarding.attach(pipeline.clone());
         // The tap carries every received UPDATE; only the update dump needs it.
         let tap = opts.dump_updates.is_some().then_some(tx);
         let sessions =
@@ -86,6 +93,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         );
         let daemon = Daemon::new(
             pipeline.clone(),
+            forwarding,
             Live {
                 config,
                 active: peers.iter().cloned().enumerate().collect(),
@@ -156,6 +164,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             .await;
         let p = pipeline.clone();
         crate::state::off_runtime(move || p.stop()).await;
+        daemon.forwarding().stop();
         if let Some(mut d) = dump {
             d.flush()?;
         }

@@ -21,6 +21,8 @@ pub struct Live {
 
 pub struct Daemon {
     pub pipeline: Arc<Pipeline>,
+    /// Next-hop resolution and the FIB writer.
+    pub forwarding: Mutex<crate::forwarding::Forwarding>,
     /// Written by reloads only, which hold it across their whole change.
     pub live: tokio::sync::RwLock<Live>,
     /// The file `configure reload` and SIGHUP read again.
@@ -38,9 +40,15 @@ pub struct Samples {
 }
 
 impl Daemon {
-    pub fn new(pipeline: Arc<Pipeline>, live: Live, config_file: Option<PathBuf>) -> Arc<Daemon> {
+    pub fn new(
+        pipeline: Arc<Pipeline>,
+        forwarding: crate::forwarding::Forwarding,
+        live: Live,
+        config_file: Option<PathBuf>,
+    ) -> Arc<Daemon> {
         Arc::new(Daemon {
             pipeline,
+            forwarding: Mutex::new(forwarding),
             live: tokio::sync::RwLock::new(live),
             config_file,
             started: SystemTime::now(),
@@ -66,6 +74,29 @@ impl Daemon {
         if routes > s.routes.0 {
             s.routes = (routes, SystemTime::now());
         }
+    }
+}
+
+impl Daemon {
+    /// The forwarding state, locked (briefly: reading counters, sending to the writer).
+    pub fn forwarding(&self) -> std::sync::MutexGuard<'_, crate::forwarding::Forwarding> {
+        self.forwarding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Tells the FIB writer which neighbors of `config` are `no-install`, by the peer
+    /// index of their session in `active`.
+    pub fn sync_no_install(&self, config: &Config, active: &[(usize, PeerSettings)]) {
+        let index: Vec<usize> = config
+            .peers
+            .iter()
+            .map(|p| {
+                active
+                    .iter()
+                    .find(|(_, s)| s.address == p.address && s.port == p.port)
+                    .map_or(usize::MAX, |(i, _)| *i)
+            })
+            .collect();
+        self.forwarding().set_no_install(config, &index);
     }
 }
 

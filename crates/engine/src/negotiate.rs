@@ -73,6 +73,9 @@ pub struct Routing {
     pub local_as_private: bool,
     /// Junos `local-as ... no-prepend-global-as`: routes sent carry the local AS only.
     pub no_prepend_global_as: bool,
+    /// Junos `no-install`: the neighbor's routes are never written to the kernel's table
+    /// (a route reflector's or route server's clients).
+    pub no_install: bool,
 }
 
 impl Default for Routing {
@@ -89,6 +92,7 @@ impl Default for Routing {
             global_as: 0,
             local_as_private: false,
             no_prepend_global_as: false,
+            no_install: false,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The pipeline without sockets: random announcements, withdrawals and flaps of upstream
-//! peers and of downstream members give the same Loc-RIB and the same table at every
-//! downstream member for every thread setting; a slow member catches up with nothing lost.
+//! peers and of downstream members give the same Loc-RIB, the same table at every
+//! downstream member and the same table at a subscriber of the change stream for every
+//! thread setting, re-shards included; a slow member catches up with nothing lost.
 
 mod pipeline_fixture;
 
@@ -100,7 +101,7 @@ const BEHIND: usize = 1 << 20;
 /// `pace_ms`: milliseconds between operations, so that the pipeline has each routed and sent
 /// before the next (otherwise they arrive in one burst, and are packed as one).
 fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms: u64) -> Outcome {
-    let p = start(shards, update_threads);
+    let (p, recorder) = start_recorded(shards, update_threads);
     for i in 0..4 {
         send_all(&p, p.peer_up(i, upstream(i), None).0);
     }
@@ -232,6 +233,9 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
         .map(|m| member_table(&m.sink.bytes.lock().unwrap(), &params()))
         .collect();
     check_counts(&p, &members, &tables, &rib);
+    // A subscriber of the change stream holds the Loc-RIB too, re-shards included.
+    assert_eq!(recorder.table(), rib, "the change stream's subscriber");
+    assert!(recorder.barriers.load(Ordering::Relaxed) >= p.shards());
     p.stop();
     tables.extend(
         twins

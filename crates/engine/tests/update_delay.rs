@@ -313,3 +313,52 @@ fn a_removed_neighbor_is_not_waited_for() {
     assert_eq!(member_table(&sink).len(), 3);
     p.stop();
 }
+
+/// The start-up deferral holds update groups, not the change stream: a subscriber gets
+/// every change as it is decided, and each shard's word that the deferral ended after
+/// them; a re-shard that ends it tells the old shards' taps, and the new shards' taps say
+/// so when they start.
+#[test]
+fn subscribers_see_every_change_during_the_deferral() {
+    for (shards, uts) in [(1, 0), (2, 2)] {
+        let r = Recorder::default();
+        let p = Pipeline::start_with(
+            PipelineConfig {
+                shards,
+                update_threads: uts,
+                options: Options::default(),
+                write_queue: Default::default(),
+            },
+            ribshard_engine::pipeline::Inputs {
+                update_delay: Some((bounds(60_000, 60_000), vec![0, member_peer(MEMBER)])),
+                subscribers: vec![std::sync::Arc::new(r.clone())],
+                ..Default::default()
+            },
+        );
+        let mut pool = Pool(HashMap::new());
+        let (sink, _) = member_and_upstream(&p, &mut pool, true);
+        assert_eq!(sink.messages(), 0, "update groups are held");
+        let seen: Vec<Prefix> = r.table().into_iter().map(|(pf, _, _)| pf).collect();
+        assert_eq!(
+            seen,
+            vec![prefix(1), prefix(2), prefix(3)],
+            "{shards}x{uts}"
+        );
+        assert_eq!(r.advertising.load(std::sync::atomic::Ordering::Relaxed), 0);
+        send_all(&p, p.deferral_end_of_rib(0));
+        p.barrier();
+        assert_eq!(
+            r.advertising.load(std::sync::atomic::Ordering::Relaxed),
+            shards,
+            "each shard says the deferral ended"
+        );
+        p.reconfigure(3, 2);
+        assert_eq!(
+            r.advertising.load(std::sync::atomic::Ordering::Relaxed),
+            shards + 3,
+            "new shards start without a deferral"
+        );
+        assert_eq!(r.table().len(), 3);
+        p.stop();
+    }
+}

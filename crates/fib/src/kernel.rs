@@ -31,7 +31,10 @@ pub struct ResolveConfig {
 impl Default for ResolveConfig {
     fn default() -> Self {
         ResolveConfig {
-            tables: vec![crate::netlink::route::RT_TABLE_LOCAL, crate::netlink::route::RT_TABLE_MAIN],
+            tables: vec![
+                crate::netlink::route::RT_TABLE_LOCAL,
+                crate::netlink::route::RT_TABLE_MAIN,
+            ],
             via_default: true,
             own_protocol: 186,
         }
@@ -180,7 +183,11 @@ impl Lpm {
                 continue;
             }
             let shift = u32::from(bits - len);
-            let k = if shift >= 128 { 0 } else { (a >> shift) << shift };
+            let k = if shift >= 128 {
+                0
+            } else {
+                (a >> shift) << shift
+            };
             if let Some(r) = self.routes.get(&(v6, len, k)).and_then(|l| l.first()) {
                 let p = if v6 {
                     Prefix::V6 {
@@ -212,7 +219,11 @@ impl Lpm {
                 return false;
             }
             let shift = u32::from(bits - len);
-            let k = if shift >= 128 { 0 } else { (a >> shift) << shift };
+            let k = if shift >= 128 {
+                0
+            } else {
+                (a >> shift) << shift
+            };
             self.routes
                 .get(&(v6, len, k))
                 .and_then(|l| l.first())
@@ -431,8 +442,14 @@ mod tests {
     fn longest_match_resolves_recursively_and_never_through_our_routes() {
         let mut v = KernelView::new(ResolveConfig::default());
         v.apply_route(&route("10.0.0.0/24", connected(2), 0, RTN_UNICAST), false);
-        v.apply_route(&route("172.16.0.0/16", via("10.0.0.1", 2), 20, RTN_UNICAST), false);
-        v.apply_route(&route("172.16.5.0/24", via("10.0.0.9", 2), 30, RTN_UNICAST), false);
+        v.apply_route(
+            &route("172.16.0.0/16", via("10.0.0.1", 2), 20, RTN_UNICAST),
+            false,
+        );
+        v.apply_route(
+            &route("172.16.5.0/24", via("10.0.0.9", 2), 30, RTN_UNICAST),
+            false,
+        );
         let r = v.resolve("172.16.5.7".parse().unwrap());
         assert_eq!(r.metric, 30);
         assert_eq!(
@@ -449,34 +466,68 @@ mod tests {
         );
         // A connected network: the next hop is its own gateway.
         let r = v.resolve("10.0.0.5".parse().unwrap());
-        assert!(matches!(&r.via, Via::Hops(h) if h[0].gateway == Some("10.0.0.5".parse().unwrap())));
+        assert!(
+            matches!(&r.via, Via::Hops(h) if h[0].gateway == Some("10.0.0.5".parse().unwrap()))
+        );
         // Ours never resolve.
         let mut own = route("192.168.0.0/16", connected(2), 0, RTN_UNICAST);
         own.protocol = 186;
         v.apply_route(&own, false);
-        assert_eq!(v.resolve("192.168.1.1".parse().unwrap()).via, Via::Unreachable);
+        assert_eq!(
+            v.resolve("192.168.1.1".parse().unwrap()).via,
+            Via::Unreachable
+        );
         // A default route counts only when configured to.
-        v.apply_route(&route("0.0.0.0/0", via("10.0.0.1", 2), 0, RTN_UNICAST), false);
-        assert!(v.resolve("192.168.1.1".parse().unwrap()).resolution().reachable);
+        v.apply_route(
+            &route("0.0.0.0/0", via("10.0.0.1", 2), 0, RTN_UNICAST),
+            false,
+        );
+        assert!(
+            v.resolve("192.168.1.1".parse().unwrap())
+                .resolution()
+                .reachable
+        );
         v.config.via_default = false;
-        assert!(!v.resolve("192.168.1.1".parse().unwrap()).resolution().reachable);
+        assert!(
+            !v.resolve("192.168.1.1".parse().unwrap())
+                .resolution()
+                .reachable
+        );
         // Removing the more specific route falls back to the covering one.
-        v.apply_route(&route("172.16.5.0/24", RouteNext::None, 30, RTN_UNICAST), true);
+        v.apply_route(
+            &route("172.16.5.0/24", RouteNext::None, 30, RTN_UNICAST),
+            true,
+        );
         assert_eq!(v.resolve("172.16.5.7".parse().unwrap()).metric, 20);
         // An unreachable route makes it unreachable.
-        v.apply_route(&route("172.16.0.0/16", RouteNext::None, 20, RTN_UNREACHABLE), false);
-        assert_eq!(v.resolve("172.16.5.7".parse().unwrap()).via, Via::Unreachable);
+        v.apply_route(
+            &route("172.16.0.0/16", RouteNext::None, 20, RTN_UNREACHABLE),
+            false,
+        );
+        assert_eq!(
+            v.resolve("172.16.5.7".parse().unwrap()).via,
+            Via::Unreachable
+        );
     }
 
     #[test]
     fn lower_metric_wins_and_covering_routes_are_found() {
         let mut v = KernelView::new(ResolveConfig::default());
-        v.apply_route(&route("2001:db8::/32", via("fe80::1", 3), 100, RTN_UNICAST), false);
-        v.apply_route(&route("2001:db8::/32", via("fe80::2", 4), 50, RTN_UNICAST), false);
+        v.apply_route(
+            &route("2001:db8::/32", via("fe80::1", 3), 100, RTN_UNICAST),
+            false,
+        );
+        v.apply_route(
+            &route("2001:db8::/32", via("fe80::2", 4), 50, RTN_UNICAST),
+            false,
+        );
         let r = v.resolve("2001:db8::7".parse().unwrap());
         assert_eq!(r.metric, 50);
         assert!(v.covered(&p("2001:db8:1::/48")));
         assert!(!v.covered(&p("2001:db9::/48")));
-        assert!(!v.covered(&p("2001::/16")), "a shorter prefix is not covered");
+        assert!(
+            !v.covered(&p("2001::/16")),
+            "a shorter prefix is not covered"
+        );
     }
 }

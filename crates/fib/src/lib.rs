@@ -8,12 +8,12 @@
 //! hop through a route of its own, and never block a shard: the shards hand it changes and
 //! read its answers from a published snapshot.
 
-pub mod netlink;
 pub mod kernel;
+pub mod netlink;
 pub mod objects;
-pub mod watch;
 pub mod stats;
 pub mod tap;
+pub mod watch;
 pub mod writer;
 
 pub use kernel::{KernelView, Published, ResolveConfig, Resolved, Via};

@@ -193,7 +193,15 @@ impl Objects {
     }
 
     /// Writes next hop `nh`'s leaves for where it resolves now.
-    fn make_leaves(&mut self, b: &mut Builder, seq: &mut u32, sent: &mut Sent, view: &KernelView, nh: IpAddr, users: u32) {
+    fn make_leaves(
+        &mut self,
+        b: &mut Builder,
+        seq: &mut u32,
+        sent: &mut Sent,
+        view: &KernelView,
+        nh: IpAddr,
+        users: u32,
+    ) {
         let (via, hops) = Self::hops_of(view, nh);
         let mut ids = SmallVec::new();
         for (j, h) in hops.iter().enumerate() {
@@ -215,7 +223,14 @@ impl Objects {
     /// of the route) the objects it needs. `None`: nothing to install (no next hop of the
     /// set resolves to a way out). A route written with it is counted with
     /// [`Objects::acquire`], and given back with [`Objects::release`].
-    pub fn target(&mut self, b: &mut Builder, seq: &mut u32, sent: &mut Sent, view: &KernelView, want: &Want) -> Option<Target> {
+    pub fn target(
+        &mut self,
+        b: &mut Builder,
+        seq: &mut u32,
+        sent: &mut Sent,
+        view: &KernelView,
+        want: &Want,
+    ) -> Option<Target> {
         let nhs = match want {
             Want::Reject => return Some(Target::Unreachable),
             Want::Discard => return Some(Target::Blackhole),
@@ -324,7 +339,13 @@ impl Objects {
     /// replaced. Returns what must be written again: with objects, the sets left with
     /// nothing to forward to (their routes go until they resolve again); without them,
     /// every route through a next hop that moved (each route carries its hops).
-    pub fn moved(&mut self, b: &mut Builder, seq: &mut u32, sent: &mut Sent, view: &KernelView) -> Moved {
+    pub fn moved(
+        &mut self,
+        b: &mut Builder,
+        seq: &mut u32,
+        sent: &mut Sent,
+        view: &KernelView,
+    ) -> Moved {
         if !self.enabled {
             let mut through = HashSet::new();
             for (nh, via) in self.vias.iter_mut() {
@@ -351,8 +372,12 @@ impl Objects {
             }
             if l.ids.len() == hops.len() && !hops.is_empty() {
                 // The same number of ways out: each leaf replaced where it is.
-                let ids: SmallVec<[(u32, Hop); 1]> =
-                    l.ids.iter().zip(hops.iter()).map(|((id, _), h)| (*id, *h)).collect();
+                let ids: SmallVec<[(u32, Hop); 1]> = l
+                    .ids
+                    .iter()
+                    .zip(hops.iter())
+                    .map(|((id, _), h)| (*id, *h))
+                    .collect();
                 for (id, h) in &ids {
                     self.put(b, seq, sent, *id, leaf_spec(h));
                 }
@@ -399,7 +424,8 @@ impl Objects {
             .values()
             .flat_map(|l| l.ids.iter().map(|(id, _)| *id))
             .collect();
-        self.garbage.extend(old_ids.into_iter().filter(|id| !kept.contains(id)));
+        self.garbage
+            .extend(old_ids.into_iter().filter(|id| !kept.contains(id)));
         Moved {
             sets: rewrite,
             through: HashSet::new(),

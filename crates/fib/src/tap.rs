@@ -47,7 +47,11 @@ struct FibTap {
 /// What the kernel should hold for a best path and the rest of its equal-cost set: its
 /// next hops (sorted, each once), or import policy's reject or discard; `None` for no
 /// route (no best path, a `no-install` neighbor's, or no next hop at all).
-pub fn want_of(no_install: &HashSet<PeerIndex>, best: Option<&Path>, multipath: &[Path]) -> Option<Want> {
+pub fn want_of(
+    no_install: &HashSet<PeerIndex>,
+    best: Option<&Path>,
+    multipath: &[Path],
+) -> Option<Want> {
     let best = best?;
     if no_install.contains(&best.peer) {
         return None;
@@ -75,7 +79,8 @@ impl Tap for FibTap {
             let want = want_of(&ni, c.best.as_ref(), &c.multipath);
             // Without an equal-cost set, the old best path says what the kernel holds:
             // a change that keeps the next hop writes nothing.
-            if c.best_changed && c.multipath.is_empty() && want == want_of(&ni, c.old.as_ref(), &[]) {
+            if c.best_changed && c.multipath.is_empty() && want == want_of(&ni, c.old.as_ref(), &[])
+            {
                 continue;
             }
             out.push(FibChange {

@@ -15,8 +15,8 @@ use crate::netlink::route::{self, RouteMsg};
 use crate::netlink::{
     nexthop, Builder, Messages, NexthopMsg, NlSocket, AF_INET, AF_INET6, RTM_DELADDR, RTM_DELLINK,
     RTM_DELNEXTHOP, RTM_DELROUTE, RTM_NEWADDR, RTM_NEWLINK, RTM_NEWNEXTHOP, RTM_NEWROUTE,
-    RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE,
-    RTNLGRP_LINK, RTNLGRP_NEXTHOP,
+    RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_IFADDR, RTNLGRP_IPV6_ROUTE, RTNLGRP_LINK,
+    RTNLGRP_NEXTHOP,
 };
 use std::io;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -58,7 +58,11 @@ pub enum WatchError {
 }
 
 /// Reads every route, nexthop object and interface name into a new view.
-fn dump_all(sock: &mut NlSocket, config: &ResolveConfig, seq: &mut u32) -> Result<KernelView, crate::netlink::NlError> {
+fn dump_all(
+    sock: &mut NlSocket,
+    config: &ResolveConfig,
+    seq: &mut u32,
+) -> Result<KernelView, crate::netlink::NlError> {
     let mut view = KernelView::new(config.clone());
     let mut b = Builder::default();
     *seq = seq.wrapping_add(1);
@@ -331,7 +335,9 @@ impl Watcher {
                 self.dirty = true;
             }
             Err(e) => {
-                tracing::warn!("cannot read the kernel's routing tables again: {e}; trying in a second");
+                tracing::warn!(
+                    "cannot read the kernel's routing tables again: {e}; trying in a second"
+                );
                 self.resync_at = Some(Instant::now() + Duration::from_secs(1));
             }
         }

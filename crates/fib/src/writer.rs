@@ -17,8 +17,12 @@
 
 use crate::kernel::{KernelView, Published};
 use crate::netlink::nexthop::{self, NexthopSpec};
-use crate::netlink::route::{self, Forward, RouteKey, RouteMsg, RouteNext, RTN_BLACKHOLE, RTN_UNICAST, RTN_UNREACHABLE};
-use crate::netlink::{Builder, Messages, NexthopMsg, NlSocket, AF_INET, AF_INET6, RTM_NEWNEXTHOP, RTM_NEWROUTE};
+use crate::netlink::route::{
+    self, Forward, RouteKey, RouteMsg, RouteNext, RTN_BLACKHOLE, RTN_UNICAST, RTN_UNREACHABLE,
+};
+use crate::netlink::{
+    Builder, Messages, NexthopMsg, NlSocket, AF_INET, AF_INET6, RTM_NEWNEXTHOP, RTM_NEWROUTE,
+};
 use crate::objects::{Objects, Target, Want, Written};
 use crate::stats::FibStats;
 use hashbrown::{HashMap, HashSet};
@@ -48,6 +52,10 @@ pub struct FibConfig {
     pub flush_delay: Duration,
     /// Octets of requests per `sendmsg`.
     pub batch_octets: usize,
+    /// Leave the routes in the kernel when ribshard stops (the next start reconciles them
+    /// without a gap in forwarding); false removes them (BIRD's default, without
+    /// `persist`).
+    pub retain: bool,
 }
 
 impl Default for FibConfig {
@@ -61,6 +69,7 @@ impl Default for FibConfig {
             id_span: 1 << 22,
             flush_delay: Duration::from_millis(2),
             batch_octets: 256 << 10,
+            retain: true,
         }
     }
 }
@@ -78,11 +87,17 @@ pub enum FibInput {
     /// A pipeline barrier: everything before is taken in.
     Barrier(Passed),
     /// A shard's start-up deferral is over.
-    Advertising { shard: usize, shards: usize },
+    Advertising {
+        shard: usize,
+        shards: usize,
+    },
     /// A new snapshot of the kernel's tables: next hops may have moved.
     Resolution,
     /// A route of our protocol changed by someone else.
-    Drift { route: RouteMsg, gone: bool },
+    Drift {
+        route: RouteMsg,
+        gone: bool,
+    },
     /// Answer once everything taken in so far is written (not while holding).
     Sync(SyncSender<()>),
     /// What each prefix wants and whether it is installed, for `fib verify`.
@@ -222,11 +237,19 @@ pub struct Writer {
     unresolved: HashSet<Prefix>,
 }
 
+/// What the kernel held at the writer's start: our routes, our objects, and the object ids
+/// other protocols use.
+struct FoundAtStart {
+    routes: HashMap<Prefix, RouteMsg>,
+    objects: HashMap<u32, NexthopSpec>,
+    foreign: HashSet<u32>,
+}
+
 /// Reads our routes and objects from the kernel (the writer's start).
 fn read_ours(
     sock: &mut NlSocket,
     cfg: &FibConfig,
-) -> Result<(HashMap<Prefix, RouteMsg>, HashMap<u32, NexthopSpec>, HashSet<u32>), crate::netlink::NlError> {
+) -> Result<FoundAtStart, crate::netlink::NlError> {
     let mut routes = HashMap::new();
     let mut b = Builder::default();
     for (i, family) in [AF_INET, AF_INET6].into_iter().enumerate() {
@@ -261,7 +284,11 @@ fn read_ours(
             }
         }
     }
-    Ok((routes, ours, foreign))
+    Ok(FoundAtStart {
+        routes,
+        objects: ours,
+        foreign,
+    })
 }
 
 /// Whether this kernel has nexthop objects: a dump of them is answered.
@@ -273,14 +300,23 @@ fn kernel_has_objects(sock: &mut NlSocket) -> bool {
 
 impl Writer {
     /// Opens the writer's socket and reads what of ours the kernel holds.
-    pub fn new(cfg: FibConfig, view: Arc<Published>, stats: Arc<FibStats>) -> std::io::Result<Writer> {
+    pub fn new(
+        cfg: FibConfig,
+        view: Arc<Published>,
+        stats: Arc<FibStats>,
+    ) -> std::io::Result<Writer> {
         let mut sock = NlSocket::open(&[])?;
         let objects_on = cfg.nexthop_objects && kernel_has_objects(&mut sock);
-        let (at_start, ours, foreign) = read_ours(&mut sock, &cfg).map_err(std::io::Error::other)?;
+        let found = read_ours(&mut sock, &cfg).map_err(std::io::Error::other)?;
         let mut objects = Objects::new(cfg.protocol, cfg.id_base, cfg.id_span, objects_on);
-        objects.found_at_start(ours, foreign);
-        stats.objects.store(objects_on, std::sync::atomic::Ordering::Relaxed);
-        stats.holding.store(true, std::sync::atomic::Ordering::Relaxed);
+        objects.found_at_start(found.objects, found.foreign);
+        let at_start = found.routes;
+        stats
+            .objects
+            .store(objects_on, std::sync::atomic::Ordering::Relaxed);
+        stats
+            .holding
+            .store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(Writer {
             key: RouteKey {
                 table: cfg.table,
@@ -320,15 +356,15 @@ impl Writer {
         loop {
             let wait = self.wait();
             match rx.recv_timeout(wait) {
-                Ok(FibInput::Stop) => return,
+                Ok(FibInput::Stop) => return self.stop(),
                 Ok(m) => self.handle(m),
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return,
+                Err(RecvTimeoutError::Disconnected) => return self.stop(),
             }
             // Everything queued now, before writing once.
             for _ in 0..4096 {
                 match rx.try_recv() {
-                    Ok(FibInput::Stop) => return,
+                    Ok(FibInput::Stop) => return self.stop(),
                     Ok(m) => self.handle(m),
                     Err(_) => break,
                 }
@@ -350,6 +386,22 @@ impl Writer {
                 }
             }
         }
+    }
+
+    /// Stopping: the routes stay for the next start to reconcile, unless told otherwise.
+    fn stop(mut self) {
+        if self.cfg.retain || self.holding {
+            return;
+        }
+        for r in self.routes.values_mut() {
+            r.failed = false;
+        }
+        let ours: Vec<Prefix> = self.routes.keys().copied().collect();
+        for p in ours {
+            self.change(p, None);
+        }
+        self.flush(usize::MAX);
+        tracing::info!("FIB: our routes removed from the kernel (fib.retain = false)");
     }
 
     fn wait(&self) -> Duration {
@@ -403,7 +455,9 @@ impl Writer {
         if old == NONE {
             FibStats::add(&self.stats.wanted, 1);
         } else if id == NONE {
-            self.stats.wanted.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.stats
+                .wanted
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         self.enqueue(prefix);
     }
@@ -438,7 +492,9 @@ impl Writer {
             let Some(want) = self.sets.get(r.want).cloned() else {
                 continue;
             };
-            let target = self.objects.target(&mut self.b, &mut self.seq, &mut sent, &view, &want);
+            let target = self
+                .objects
+                .target(&mut self.b, &mut self.seq, &mut sent, &view, &want);
             if target.as_ref().is_some_and(|t| same(t, k)) {
                 let r = self.routes.entry(*p).or_default();
                 r.have = r.want;
@@ -447,7 +503,8 @@ impl Writer {
                 kept += 1;
             }
         }
-        self.sent.extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
+        self.sent
+            .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
         // Everything not kept right is written (or deleted) in the first batches.
         let todo: Vec<Prefix> = self
             .routes
@@ -461,7 +518,11 @@ impl Writer {
         let unclaimed = self.objects.unclaimed();
         self.objects.delete(unclaimed);
         FibStats::set(&self.stats.kept_at_start, kept);
-        let installed = self.routes.values().filter(|r| r.have != NONE && r.have == r.want).count();
+        let installed = self
+            .routes
+            .values()
+            .filter(|r| r.have != NONE && r.have == r.want)
+            .count();
         FibStats::set(&self.stats.installed, installed as u64);
         tracing::info!(
             found = at_start.len(),
@@ -522,7 +583,9 @@ impl Writer {
         let mut sent = Vec::new();
         if self.resolution_dirty {
             self.resolution_dirty = false;
-            let moved = self.objects.moved(&mut self.b, &mut self.seq, &mut sent, &view);
+            let moved = self
+                .objects
+                .moved(&mut self.b, &mut self.seq, &mut sent, &view);
             // Those that had nothing to forward to may have now.
             let mut again: Vec<Prefix> = self.unresolved.drain().collect();
             if !moved.sets.is_empty() || !moved.through.is_empty() {
@@ -563,7 +626,8 @@ impl Writer {
                 self.enqueue(p);
             }
         }
-        self.sent.extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
+        self.sent
+            .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
         let mut n = 0;
         while n < budget {
             let Some(p) = self.queue.pop_front() else {
@@ -577,7 +641,8 @@ impl Writer {
         }
         let mut sent = Vec::new();
         self.objects.collect(&mut self.b, &mut self.seq, &mut sent);
-        self.sent.extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
+        self.sent
+            .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
         self.send();
         if self.queue.is_empty() {
             self.since = None;
@@ -604,8 +669,11 @@ impl Writer {
         let target = match self.sets.get(want_id).cloned() {
             Some(w) => {
                 let mut sent = Vec::new();
-                let t = self.objects.target(&mut self.b, &mut self.seq, &mut sent, view, &w);
-                self.sent.extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
+                let t = self
+                    .objects
+                    .target(&mut self.b, &mut self.seq, &mut sent, view, &w);
+                self.sent
+                    .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
                 t.map(|t| (w, t))
             }
             None => None,
@@ -615,7 +683,9 @@ impl Writer {
                 self.objects.release(&w);
             }
             self.sets.decref(have);
-            self.stats.installed.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.stats
+                .installed
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         if let Some((w, t)) = target {
             if self.conflicting(p, view) {
@@ -753,7 +823,9 @@ impl Writer {
                 self.objects.release(&w);
             }
             self.sets.decref(had);
-            self.stats.installed.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            self.stats
+                .installed
+                .fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         }
         FibStats::add(&self.stats.failed, 1);
         self.retry.push_back((Instant::now() + RETRY_AFTER, *p));

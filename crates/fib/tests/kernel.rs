@@ -3,8 +3,8 @@
 //! commands it runs and the threads it starts inherit it). Needs root and iproute2.
 
 use ribshard_fib::{
-    Fib, FibChange, FibConfig, FibInput, KernelEvent, KernelView, KernelWatch, Published, ResolveConfig,
-    Want,
+    Fib, FibChange, FibConfig, FibInput, KernelEvent, KernelView, KernelWatch, Published,
+    ResolveConfig, Want,
 };
 use ribshard_wire::Prefix;
 use std::net::{IpAddr, Ipv4Addr};
@@ -17,7 +17,12 @@ fn in_netns<T: Send + 'static>(f: impl FnOnce() -> T + Send + 'static) -> T {
     std::thread::spawn(move || {
         // SAFETY: unshare changes only this thread's namespaces.
         let r = unsafe { libc::unshare(libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "unshare(CLONE_NEWNET): {} (root needed)", std::io::Error::last_os_error());
+        assert_eq!(
+            r,
+            0,
+            "unshare(CLONE_NEWNET): {} (root needed)",
+            std::io::Error::last_os_error()
+        );
         f()
     })
     .join()
@@ -108,7 +113,10 @@ fn send(r: &Running, changes: Vec<FibChange>) {
 fn release(r: &Running) {
     r.fib
         .sender()
-        .send(FibInput::Advertising { shard: 0, shards: 1 })
+        .send(FibInput::Advertising {
+            shard: 0,
+            shards: 1,
+        })
         .unwrap();
 }
 
@@ -138,7 +146,10 @@ fn routes_are_installed_replaced_and_deleted_through_nexthop_objects() {
         let routes = our_routes();
         assert_eq!(routes.len(), 1000);
         let nhid = routes[0].1.expect("routes name a nexthop object");
-        assert!(routes.iter().all(|(_, id)| *id == Some(nhid)), "one group for all");
+        assert!(
+            routes.iter().all(|(_, id)| *id == Some(nhid)),
+            "one group for all"
+        );
         // A thousand routes, one leaf and one group: about a thousand messages, in few batches.
         assert!(stat(&r, |s| &s.batches) < 10, "batched");
         assert_eq!(stat(&r, |s| &s.leaves), 1);
@@ -161,7 +172,12 @@ fn routes_are_installed_replaced_and_deleted_through_nexthop_objects() {
             .iter()
             .filter(|n| n["group"].is_array())
             .collect();
-        assert!(groups.iter().any(|g| g["group"].as_array().unwrap().len() == 2), "{nh}");
+        assert!(
+            groups
+                .iter()
+                .any(|g| g["group"].as_array().unwrap().len() == 2),
+            "{nh}"
+        );
 
         // The next hop moves to another interface: one leaf replaced, no route written.
         let writes = stat(&r, |s| &s.route_writes);
@@ -169,25 +185,44 @@ fn routes_are_installed_replaced_and_deleted_through_nexthop_objects() {
         let began = Instant::now();
         loop {
             let out = ip("nexthop show");
-            if out.lines().any(|l| l.contains("via 10.0.1.2 dev v2") && !l.contains("group")) && out.matches("dev v2").count() >= 2 {
+            if out
+                .lines()
+                .any(|l| l.contains("via 10.0.1.2 dev v2") && !l.contains("group"))
+                && out.matches("dev v2").count() >= 2
+            {
                 break;
             }
-            assert!(began.elapsed() < Duration::from_secs(5), "the leaf did not move: {out}");
+            assert!(
+                began.elapsed() < Duration::from_secs(5),
+                "the leaf did not move: {out}"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(r.fib.sync(Duration::from_secs(5)));
-        assert_eq!(stat(&r, |s| &s.route_writes), writes, "no route written again");
+        assert_eq!(
+            stat(&r, |s| &s.route_writes),
+            writes,
+            "no route written again"
+        );
         assert_eq!(our_routes().len(), 1000);
 
         // Withdrawn: the routes and the objects go.
         send(
             &r,
-            (0..1000).map(|i| FibChange { prefix: p(i), want: None }).collect(),
+            (0..1000)
+                .map(|i| FibChange {
+                    prefix: p(i),
+                    want: None,
+                })
+                .collect(),
         );
         assert!(r.fib.sync(Duration::from_secs(10)));
         assert!(our_routes().is_empty());
         let left = ip("nexthop show");
-        assert!(!left.contains("proto 186") && left.trim().is_empty(), "objects left: {left}");
+        assert!(
+            !left.contains("proto 186") && left.trim().is_empty(),
+            "objects left: {left}"
+        );
         drop(r.watch);
     });
 }
@@ -196,11 +231,25 @@ fn routes_are_installed_replaced_and_deleted_through_nexthop_objects() {
 fn a_restart_writes_only_the_differences() {
     in_netns(|| {
         links();
-        let wants = |i: u32| if i % 10 == 0 { to(&["10.0.1.2"]) } else { to(&["10.0.0.2"]) };
+        let wants = |i: u32| {
+            if i % 10 == 0 {
+                to(&["10.0.1.2"])
+            } else {
+                to(&["10.0.0.2"])
+            }
+        };
         {
             let r = start(FibConfig::default());
             release(&r);
-            send(&r, (0..2000).map(|i| FibChange { prefix: p(i), want: wants(i) }).collect());
+            send(
+                &r,
+                (0..2000)
+                    .map(|i| FibChange {
+                        prefix: p(i),
+                        want: wants(i),
+                    })
+                    .collect(),
+            );
             assert!(r.fib.sync(Duration::from_secs(10)));
             assert_eq!(our_routes().len(), 2000);
         }
@@ -211,7 +260,11 @@ fn a_restart_writes_only_the_differences() {
         let changes: Vec<FibChange> = (100..2100)
             .map(|i| FibChange {
                 prefix: p(i),
-                want: if (200..300).contains(&i) { to(&["10.0.1.2"]) } else { wants(i) },
+                want: if (200..300).contains(&i) {
+                    to(&["10.0.1.2"])
+                } else {
+                    wants(i)
+                },
             })
             .collect();
         send(&r, changes);
@@ -240,14 +293,24 @@ fn without_nexthop_objects_routes_carry_their_next_hops() {
         send(
             &r,
             vec![
-                FibChange { prefix: p(1), want: to(&["10.0.0.2"]) },
-                FibChange { prefix: p(2), want: to(&["10.0.0.2", "10.0.1.2"]) },
+                FibChange {
+                    prefix: p(1),
+                    want: to(&["10.0.0.2"]),
+                },
+                FibChange {
+                    prefix: p(2),
+                    want: to(&["10.0.0.2", "10.0.1.2"]),
+                },
             ],
         );
         assert!(r.fib.sync(Duration::from_secs(5)));
         let out = ip("route show table main proto 186");
         assert!(out.contains("20.0.1.0/24 via 10.0.0.2 dev v0"), "{out}");
-        assert!(out.contains("nexthop via 10.0.0.2 dev v0") && out.contains("nexthop via 10.0.1.2 dev v2"), "{out}");
+        assert!(
+            out.contains("nexthop via 10.0.0.2 dev v0")
+                && out.contains("nexthop via 10.0.1.2 dev v2"),
+            "{out}"
+        );
         // The next hop moves: its routes are written again.
         ip("route add 10.0.0.2/32 via 10.0.1.2 dev v2");
         let began = Instant::now();
@@ -265,21 +328,33 @@ fn an_unreachable_next_hop_installs_nothing_until_it_resolves() {
         links();
         let r = start(FibConfig::default());
         release(&r);
-        send(&r, vec![FibChange { prefix: p(1), want: to(&["192.0.2.7"]) }]);
+        send(
+            &r,
+            vec![FibChange {
+                prefix: p(1),
+                want: to(&["192.0.2.7"]),
+            }],
+        );
         assert!(r.fib.sync(Duration::from_secs(5)));
         assert!(our_routes().is_empty());
         assert_eq!(stat(&r, |s| &s.unresolved), 1);
         ip("route add 192.0.2.0/24 via 10.0.0.2 dev v0");
         let began = Instant::now();
         while our_routes().len() != 1 {
-            assert!(began.elapsed() < Duration::from_secs(5), "not installed once resolved");
+            assert!(
+                began.elapsed() < Duration::from_secs(5),
+                "not installed once resolved"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         // Someone deletes it: written again.
         ip("route del 20.0.1.0/24 proto 186");
         let began = Instant::now();
         while our_routes().len() != 1 {
-            assert!(began.elapsed() < Duration::from_secs(5), "drift not repaired");
+            assert!(
+                began.elapsed() < Duration::from_secs(5),
+                "drift not repaired"
+            );
             std::thread::sleep(Duration::from_millis(10));
         }
         assert!(stat(&r, |s| &s.drift_repaired) >= 1);

@@ -53,6 +53,7 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
             global_as: c.local_as,
             local_as_private: p.local_as_private,
             no_prepend_global_as: p.no_prepend_global_as,
+            no_install: p.no_install,
         },
     }
 }

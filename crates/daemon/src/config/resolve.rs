@@ -75,6 +75,8 @@ pub struct Peer {
     pub local_as_private: bool,
     /// With a `local-as` other than `bgp.local-as`: routes sent carry it but not the global AS.
     pub no_prepend_global_as: bool,
+    /// Junos `no-install`: its routes are never written to the kernel's table.
+    pub no_install: bool,
 }
 
 /// Where the management API and the metrics listen (`[management]`).
@@ -104,6 +106,10 @@ pub struct Config {
     /// `[policy-options]`, compiled.
     pub policies: PolicyTable,
     pub peers: Vec<Peer>,
+    /// `[fib]`; `None`: nothing is written to the kernel.
+    pub fib: Option<ribshard_fib::FibConfig>,
+    /// `[bgp.resolution]`; `None`: every next hop is reachable at IGP cost 0.
+    pub resolution: Option<ribshard_fib::ResolveConfig>,
 }
 
 /// The compiled policies of a configuration: equal when every policy is defined alike
@@ -510,6 +516,64 @@ fn resolve_into(
         })
     };
 
+    let fib = raw.fib.as_ref().map(|f| {
+        let d = ribshard_fib::FibConfig::default();
+        ribshard_fib::FibConfig {
+            table: f.table.unwrap_or(d.table),
+            protocol: f.protocol.unwrap_or(d.protocol),
+            metric: f.metric.unwrap_or(d.metric),
+            nexthop_objects: f.nexthop_objects.unwrap_or(d.nexthop_objects),
+            flush_delay: f.flush_delay.map_or(d.flush_delay, |ms| {
+                std::time::Duration::from_millis(u64::from(ms))
+            }),
+            retain: f.retain.unwrap_or(d.retain),
+            ..d
+        }
+    });
+    if let Some(f) = &raw.fib {
+        if f.table == Some(0) || f.table == Some(255) {
+            invalid(
+                &mut errs,
+                "fib.table".into(),
+                f.table.unwrap_or(0),
+                "is not a table routes can be written to (0 is unspecified, 255 is local)",
+            );
+        }
+        if let Some(p) = f.protocol.filter(|p| *p <= 4) {
+            invalid(
+                &mut errs,
+                "fib.protocol".into(),
+                p,
+                "is reserved for the kernel's own routes (0 to 4): use 186 (bgp) or another",
+            );
+        }
+        if f.flush_delay.is_some_and(|ms| ms > 1000) {
+            invalid(
+                &mut errs,
+                "fib.flush-delay".into(),
+                f.flush_delay.unwrap_or(0),
+                "must be at most 1000 milliseconds",
+            );
+        }
+    }
+    let r = bgp.resolution.clone().unwrap_or_default();
+    let resolution = r.enabled.unwrap_or(true).then(|| {
+        let d = ribshard_fib::ResolveConfig::default();
+        ribshard_fib::ResolveConfig {
+            tables: r.tables.clone().unwrap_or(d.tables),
+            via_default: r.resolve_via_default.unwrap_or(d.via_default),
+            own_protocol: fib.as_ref().map_or(d.own_protocol, |f| f.protocol),
+        }
+    });
+    if r.tables.as_ref().is_some_and(Vec::is_empty) {
+        invalid(
+            &mut errs,
+            "bgp.resolution.tables".into(),
+            "[]",
+            "needs at least one table (255 is local, 254 main)",
+        );
+    }
+
     let mut peers = Vec::new();
     let mut group_names: HashMap<String, String> = HashMap::new();
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
@@ -691,6 +755,7 @@ fn resolve_into(
                 loops: pick!(loops).unwrap_or(1),
                 local_as_private,
                 no_prepend_global_as,
+                no_install: pick!(no_install).unwrap_or(false),
             });
         }
     }
@@ -723,6 +788,8 @@ fn resolve_into(
             update_delay,
             policies: PolicyTable(Arc::new(policies)),
             peers,
+            fib,
+            resolution,
         })
     } else {
         Err(errs)

@@ -65,6 +65,10 @@ macro_rules! with_peer_settings {
             /// Accept received paths holding our AS up to this many times minus one (Junos
             /// `loops`). Default 1: a path with our AS is a loop.
             pub loops: Option<u8>,
+            /// Junos `no-install`: these peers' routes are never written to the kernel's
+            /// table by `[fib]` (a route reflector's or route server's clients). Default
+            /// false.
+            pub no_install: Option<bool>,
         }
     };
 }
@@ -74,6 +78,8 @@ macro_rules! with_peer_settings {
 pub struct Raw {
     pub bgp: Option<Bgp>,
     pub management: Option<Management>,
+    /// Writing the best paths into a kernel table; absent: nothing is written.
+    pub fib: Option<Fib>,
     /// Routing policy (Junos `policy-options`).
     pub policy_options: Option<ribshard_policy::PolicyOptions>,
 }
@@ -101,8 +107,44 @@ with_peer_settings! {
         path_selection: Option<PathSelection>,
         multipath: Option<Multipath>,
         update_delay: Option<UpdateDelay>,
+        resolution: Option<Resolution>,
         group: Option<Vec<Group>>,
     }
+}
+
+/// `[fib]`: the best paths written into a kernel routing table, in bulk, through nexthop
+/// objects (Linux 5.3; without them each route carries its next hops).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Fib {
+    /// The kernel table (a number; 254 is `main`). Default 254.
+    pub table: Option<u32>,
+    /// The routes' protocol number (`ip route` shows 186 as `proto bgp`). Default 186.
+    pub protocol: Option<u8>,
+    /// The routes' metric: another protocol's route with a lower one wins. Default 20.
+    pub metric: Option<u32>,
+    /// Use kernel nexthop objects. Default true (where the kernel has them).
+    pub nexthop_objects: Option<bool>,
+    /// Milliseconds a change waits for others before they are written together. Default 2.
+    pub flush_delay: Option<u32>,
+    /// Leave the routes in the kernel when ribshard stops, for the next start to reconcile
+    /// without a gap in forwarding. Default true; false removes them at stop.
+    pub retain: Option<bool>,
+}
+
+/// `[bgp.resolution]`: how next hops resolve (RFC 4271 section 9.1.2.1): through the
+/// kernel's tables, never through our own routes; a path whose next hop does not resolve
+/// is not eligible, and the resolving route's metric is its IGP cost.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Resolution {
+    /// Resolve next hops at all. Default true; false: every next hop is reachable at cost 0
+    /// (a route server or reflector off the forwarding path).
+    pub enabled: Option<bool>,
+    /// Kernel tables looked up, in order. Default [255, 254] (local, then main).
+    pub tables: Option<Vec<u32>>,
+    /// A default route resolves next hops too. Default true.
+    pub resolve_via_default: Option<bool>,
 }
 
 /// `[bgp.update-delay]` (FRR's `update-delay`): after start, and after every neighbor has gone

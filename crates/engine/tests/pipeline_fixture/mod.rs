@@ -249,3 +249,93 @@ pub fn persisted(cases: u32, name: &str) -> proptest::test_runner::Config {
         ..proptest::test_runner::Config::default()
     }
 }
+
+pub type BestPaths = std::collections::BTreeMap<Prefix, (u32, Vec<u8>)>;
+
+/// A subscriber of the shards' change stream that keeps the best path of every prefix as
+/// the changes tell it, so a test can hold it to the Loc-RIB. Its taps check what the
+/// stream promises: changes to one prefix come from one shard.
+#[derive(Clone, Default)]
+pub struct Recorder {
+    /// Prefix -> (peer, attribute key) of the best path.
+    pub best: Arc<Mutex<BestPaths>>,
+    /// Changes seen, barriers passed, and how many times a shard said its deferral ended.
+    pub changes: Arc<AtomicUsize>,
+    pub barriers: Arc<AtomicUsize>,
+    pub advertising: Arc<AtomicUsize>,
+}
+
+struct RecorderTap {
+    r: Recorder,
+    shard: usize,
+    shards: usize,
+}
+
+impl ribshard_engine::pipeline::Subscriber for Recorder {
+    fn name(&self) -> &'static str {
+        "recorder"
+    }
+    fn tap(&self, shard: usize, shards: usize) -> Box<dyn ribshard_engine::pipeline::Tap> {
+        Box::new(RecorderTap {
+            r: self.clone(),
+            shard,
+            shards,
+        })
+    }
+}
+
+impl ribshard_engine::pipeline::Tap for RecorderTap {
+    fn decided(&mut self, _table: &ribshard_rib::Shard, changes: &[ribshard_rib::Change]) {
+        let mut best = self.r.best.lock().unwrap();
+        for c in changes {
+            assert_eq!(
+                ribshard_rib::shard_of(&c.prefix, self.shards),
+                self.shard,
+                "{:?} from a shard that does not own it",
+                c.prefix
+            );
+            match &c.best {
+                Some(b) => best.insert(c.prefix, (b.peer, b.attrs.key().to_vec())),
+                None => best.remove(&c.prefix),
+            };
+        }
+        self.r.changes.fetch_add(changes.len(), Ordering::Relaxed);
+    }
+    fn barrier(&mut self, done: ribshard_engine::pipeline::Passed) {
+        self.r.barriers.fetch_add(1, Ordering::Relaxed);
+        done.pass();
+    }
+    fn advertising(&mut self) {
+        self.r.advertising.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+impl Recorder {
+    /// What the stream says the Loc-RIB is, as `Pipeline::loc_rib` gives it.
+    pub fn table(&self) -> Vec<(Prefix, u32, Vec<u8>)> {
+        self.best
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|(p, (peer, key))| (*p, *peer, key.clone()))
+            .collect()
+    }
+}
+
+/// A pipeline with a recorder subscribed to its change stream.
+pub fn start_recorded(shards: usize, update_threads: usize) -> (Arc<Pipeline>, Recorder) {
+    let r = Recorder::default();
+    let p = Pipeline::start_with(
+        PipelineConfig {
+            shards,
+            update_threads,
+            options: Options::default(),
+            write_queue: Default::default(),
+        },
+        ribshard_engine::pipeline::Inputs {
+            subscribers: vec![Arc::new(r.clone())],
+            ..Default::default()
+        },
+    );
+    (p, r)
+}

@@ -121,7 +121,10 @@ impl<'a> Iterator for Messages<'a> {
             pid: u32_at(12)?,
             payload: self.buf.get(HEADER_LEN..len)?,
         };
-        self.buf = self.buf.get(align(len).min(self.buf.len())..).unwrap_or(&[]);
+        self.buf = self
+            .buf
+            .get(align(len).min(self.buf.len())..)
+            .unwrap_or(&[]);
         Some(m)
     }
 }
@@ -148,7 +151,10 @@ impl<'a> Iterator for Attrs<'a> {
             return None;
         }
         let value = self.buf.get(4..len)?;
-        self.buf = self.buf.get(align(len).min(self.buf.len())..).unwrap_or(&[]);
+        self.buf = self
+            .buf
+            .get(align(len).min(self.buf.len())..)
+            .unwrap_or(&[]);
         Some((kind, value))
     }
 }
@@ -298,7 +304,10 @@ mod tests {
         assert_eq!((m[1].kind, m[1].flags, m[1].seq), (RTM_DELROUTE, 5, 8));
         // The fixed header is padded to 4 octets.
         let attrs: Vec<_> = Attrs::new(&m[0].payload[4..]).collect();
-        assert_eq!(attrs, vec![(6, &1234u32.to_ne_bytes()[..]), (1, &[10, 0, 0][..])]);
+        assert_eq!(
+            attrs,
+            vec![(6, &1234u32.to_ne_bytes()[..]), (1, &[10, 0, 0][..])]
+        );
     }
 
     #[test]

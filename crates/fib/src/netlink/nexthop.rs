@@ -91,7 +91,14 @@ impl NexthopMsg {
 
 /// Writes an object add-or-replace. Replacing an object moves every route that names it; a
 /// leaf cannot become a group or the reverse (the kernel refuses).
-pub fn put_replace(b: &mut Builder, seq: u32, flags: u16, id: u32, protocol: u8, spec: &NexthopSpec) {
+pub fn put_replace(
+    b: &mut Builder,
+    seq: u32,
+    flags: u16,
+    id: u32,
+    protocol: u8,
+    spec: &NexthopSpec,
+) {
     let (family, nh_flags) = match spec {
         NexthopSpec::Leaf(Hop {
             gateway: Some(IpAddr::V4(_)),

@@ -271,7 +271,7 @@ pub fn put_replace(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &Rout
     );
     let mut dst = [0u8; 16];
     let n = dst_octets(p, &mut dst);
-    if p.len() > 0 {
+    if !p.is_empty() {
         b.attr(RTA_DST, &dst[..n]);
     }
     b.attr_u32(RTA_TABLE, key.table);
@@ -314,7 +314,7 @@ pub fn put_delete(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &Route
     );
     let mut dst = [0u8; 16];
     let n = dst_octets(p, &mut dst);
-    if p.len() > 0 {
+    if !p.is_empty() {
         b.attr(RTA_DST, &dst[..n]);
     }
     b.attr_u32(RTA_TABLE, key.table);
@@ -399,13 +399,11 @@ mod tests {
         let mut b = Builder::default();
         put_replace(&mut b, 9, 0, &p, &key(), &Forward::Object(5));
         let buf = b.finish().to_vec();
-        let m = netlink_packet_core::NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf)
-            .unwrap();
+        let m =
+            netlink_packet_core::NetlinkMessage::<RouteNetlinkMessage>::deserialize(&buf).unwrap();
         let netlink_packet_core::NetlinkPayload::InnerMessage(RouteNetlinkMessage::NewRoute(
             RouteMessage {
-                header,
-                attributes,
-                ..
+                header, attributes, ..
             },
         )) = m.payload
         else {

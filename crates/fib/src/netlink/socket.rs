@@ -60,7 +60,9 @@ impl NlSocket {
         let kernel = SocketAddr::new(0, 0);
         let mut at = 0;
         while at < buf.len() {
-            let n = self.sock.send_to(buf.get(at..).unwrap_or(&[]), &kernel, 0)?;
+            let n = self
+                .sock
+                .send_to(buf.get(at..).unwrap_or(&[]), &kernel, 0)?;
             if n == 0 {
                 return Err(io::Error::new(io::ErrorKind::WriteZero, "netlink send"));
             }
@@ -77,7 +79,11 @@ impl NlSocket {
                 return Ok(None);
             }
         }
-        let flags = if wait.is_some() { 0 } else { libc::MSG_DONTWAIT };
+        let flags = if wait.is_some() {
+            0
+        } else {
+            libc::MSG_DONTWAIT
+        };
         let mut buf = std::mem::take(&mut self.buf);
         let r = self.sock.recv(&mut &mut buf[..], flags);
         self.buf = buf;

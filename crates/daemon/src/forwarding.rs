@@ -1,0 +1,150 @@
+//! Forwarding in the running daemon: the kernel watcher (next hops resolved through the
+//! kernel's tables, `[bgp.resolution]`) and the FIB writer (`[fib]`), and where they plug
+//! into the pipeline: the watcher's snapshot is the shards' resolver and tells them when
+//! resolution changes; the writer subscribes to the shards' change stream.
+
+use crate::config::Config;
+use ribshard_engine::pipeline::{Inputs, Pipeline};
+use ribshard_fib::watch::Listener;
+use ribshard_fib::{Fib, FibInput, KernelEvent, KernelView, KernelWatch, Published, ResolveConfig};
+use std::sync::{Arc, Mutex, OnceLock};
+
+pub struct Forwarding {
+    /// The kernel's tables as last read (empty without a watcher).
+    pub published: Arc<Published>,
+    pub fib: Option<Fib>,
+    watch: Option<KernelWatch>,
+    /// Whether the shards resolve next hops through `published`.
+    resolving: bool,
+    pipeline: Arc<OnceLock<Arc<Pipeline>>>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ForwardingError {
+    #[error(
+        "fib: cannot open the kernel's routing tables for writing: {0} (CAP_NET_ADMIN is needed)"
+    )]
+    Fib(std::io::Error),
+    #[error("fib: {0}")]
+    Watch(ribshard_fib::watch::WatchError),
+}
+
+impl Forwarding {
+    /// Starts the FIB writer (with `[fib]`) and the kernel watcher (with either). Without
+    /// `[fib]`, a watcher that cannot start (no netlink here) is logged and next hops count
+    /// as reachable, as with `bgp.resolution.enabled = false`.
+    pub fn start(config: &Config) -> Result<Forwarding, ForwardingError> {
+        let rcfg = config.resolution.clone().unwrap_or_else(|| ResolveConfig {
+            own_protocol: config.fib.as_ref().map_or(186, |f| f.protocol),
+            ..ResolveConfig::default()
+        });
+        let published = Arc::new(Published::new(KernelView::new(rcfg.clone())));
+        let fib = match &config.fib {
+            Some(c) => {
+                Some(Fib::start(c.clone(), published.clone()).map_err(ForwardingError::Fib)?)
+            }
+            None => None,
+        };
+        let pipeline: Arc<OnceLock<Arc<Pipeline>>> = Arc::default();
+        let mut resolving = config.resolution.is_some();
+        let watch = if resolving || fib.is_some() {
+            let mut listeners: Vec<Listener> = Vec::new();
+            if resolving {
+                let p = pipeline.clone();
+                listeners.push(Box::new(move |e: &KernelEvent| {
+                    if let (KernelEvent::Published { .. }, Some(p)) = (e, p.get()) {
+                        p.deliver_blocking(p.resolution_changed());
+                    }
+                }));
+            }
+            if let Some(f) = &fib {
+                let tx = Mutex::new(f.sender());
+                listeners.push(Box::new(move |e: &KernelEvent| {
+                    let m = match e {
+                        KernelEvent::Published { .. } => FibInput::Resolution,
+                        KernelEvent::OwnRoute { route, gone } => FibInput::Drift {
+                            route: route.clone(),
+                            gone: *gone,
+                        },
+                    };
+                    let _ = tx.lock().unwrap_or_else(|e| e.into_inner()).send(m);
+                }));
+            }
+            match KernelWatch::start(
+                published.clone(),
+                rcfg,
+                fib.as_ref().map(Fib::portid),
+                listeners,
+            ) {
+                Ok(w) => Some(w),
+                Err(e) if fib.is_none() => {
+                    tracing::warn!("bgp.resolution: {e}; every next hop counts as reachable");
+                    resolving = false;
+                    None
+                }
+                Err(e) => return Err(ForwardingError::Watch(e)),
+            }
+        } else {
+            None
+        };
+        let f = Forwarding {
+            published,
+            fib,
+            watch,
+            resolving,
+            pipeline,
+        };
+        f.set_no_install(config, &(0..config.peers.len()).collect::<Vec<_>>());
+        Ok(f)
+    }
+
+    /// What the pipeline is started with: the shards' resolver and the change stream's
+    /// subscribers, besides the start-up deferral.
+    pub fn inputs(
+        &self,
+        update_delay: Option<(ribshard_engine::pipeline::UpdateDelay, Vec<u32>)>,
+    ) -> Inputs {
+        Inputs {
+            update_delay,
+            resolver: self
+                .resolving
+                .then(|| self.published.clone() as Arc<dyn ribshard_rib::Resolver>),
+            subscribers: self.fib.iter().map(Fib::subscriber).collect(),
+        }
+    }
+
+    /// The pipeline the watcher tells of resolution changes from now on.
+    pub fn attach(&self, pipeline: Arc<Pipeline>) {
+        let _ = self.pipeline.set(pipeline);
+    }
+
+    /// The neighbors whose routes are not installed: `peer_index[i]` is the peer index of
+    /// `config.peers[i]`.
+    pub fn set_no_install(&self, config: &Config, peer_index: &[usize]) {
+        if let Some(f) = &self.fib {
+            f.set_no_install(
+                config
+                    .peers
+                    .iter()
+                    .zip(peer_index)
+                    .filter(|(p, _)| p.no_install)
+                    .map(|(_, i)| *i as u32)
+                    .collect(),
+            );
+        }
+    }
+
+    /// Whether next hops resolve through the kernel's tables.
+    pub fn resolving(&self) -> bool {
+        self.resolving
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(w) = self.watch.as_mut() {
+            w.stop();
+        }
+        if let Some(f) = self.fib.as_mut() {
+            f.stop();
+        }
+    }
+}
