@@ -42,9 +42,16 @@ enum Command {
     /// [ADDRESS] [statistics]`, `show bgp group [NAME]`, `show bgp convergence`, `show route
     /// summary`, `show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table T]
     /// [rib-sharding N] [receive-protocol bgp A] [advertising-protocol bgp A] [detail]
-    /// [hidden]`, `show thread cpu`, `show work-queues`.
+    /// [hidden]`, `show route forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show
+    /// thread cpu`, `show work-queues`.
     Show {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        words: Vec<String>,
+    },
+    /// `fib verify`: compare the kernel's table with what the Loc-RIB's best paths ask, and
+    /// list every difference (exit status 1 if there is one).
+    Fib {
+        #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
     /// `clear bgp neighbor ADDRESS|all [soft|soft-inbound]`: hard (Cease / Administrative
@@ -183,7 +190,11 @@ fn main() -> ExitCode {
     // The client commands log nothing; their errors go to stderr as words.
     if !matches!(
         cli.command,
-        Command::Show { .. } | Command::Clear { .. } | Command::Configure { .. } | Command::Advise
+        Command::Show { .. }
+            | Command::Clear { .. }
+            | Command::Configure { .. }
+            | Command::Fib { .. }
+            | Command::Advise
     ) {
         init_logging(cli.log_json);
     }
@@ -216,6 +227,7 @@ fn main() -> ExitCode {
             }
         }
         Command::Show { words } => client(&cli.socket, cli.json, ribshard::cli::parse_show(&words)),
+        Command::Fib { words } => client(&cli.socket, cli.json, ribshard::cli::parse_fib(&words)),
         Command::Clear { words } => {
             client(&cli.socket, cli.json, ribshard::cli::parse_clear(&words))
         }
@@ -262,7 +274,8 @@ fn client(
     };
     let endpoint = ribshard::cli::endpoint(socket);
     match rt.block_on(ribshard::cli::execute(endpoint, request, json)) {
-        Ok(()) => ExitCode::SUCCESS,
+        Ok(true) => ExitCode::SUCCESS,
+        Ok(false) => ExitCode::FAILURE,
         Err(e) => {
             eprintln!("error: {e}");
             ExitCode::FAILURE

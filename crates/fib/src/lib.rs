@@ -13,6 +13,7 @@ pub mod netlink;
 pub mod objects;
 pub mod stats;
 pub mod tap;
+pub mod verify;
 pub mod watch;
 pub mod writer;
 
@@ -82,6 +83,11 @@ impl Fib {
 
     pub fn stats(&self) -> &Arc<FibStats> {
         &self.stats
+    }
+
+    /// The neighbors (peer indexes) whose routes are not installed now.
+    pub fn no_install(&self) -> Arc<hashbrown::HashSet<ribshard_rib::PeerIndex>> {
+        self.no_install.load_full()
     }
 
     /// The neighbors (peer indexes) whose routes are not installed, from now on.

@@ -91,8 +91,10 @@ pub struct Objects {
     foreign: HashSet<u32>,
     /// Leaves to delete once no group holds them (end of a batch).
     garbage: Vec<u32>,
-    /// Objects written since start (created or replaced), and found right at start.
+    /// Objects written since start (created or replaced), deleted, and found right at
+    /// start.
     pub written: u64,
+    pub deleted: u64,
     pub adopted: u64,
 }
 
@@ -113,6 +115,7 @@ impl Objects {
             foreign: HashSet::new(),
             garbage: Vec::new(),
             written: 0,
+            deleted: 0,
             adopted: 0,
         }
     }
@@ -299,6 +302,7 @@ impl Objects {
             *seq = seq.wrapping_add(1);
             nexthop::put_delete(b, *seq, 0, g.id);
             sent.push((*seq, Written::ObjectDeleted(g.id)));
+            self.deleted += 1;
             if let Want::Forward(nhs) = &w {
                 for nh in nhs {
                     if let Some(l) = self.leaves.get_mut(nh) {
@@ -325,6 +329,7 @@ impl Objects {
             *seq = seq.wrapping_add(1);
             nexthop::put_delete(b, *seq, 0, id);
             sent.push((*seq, Written::ObjectDeleted(id)));
+            self.deleted += 1;
         }
     }
 

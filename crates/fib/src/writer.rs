@@ -505,13 +505,15 @@ impl Writer {
         }
         self.sent
             .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
-        // Everything not kept right is written (or deleted) in the first batches.
-        let todo: Vec<Prefix> = self
+        // Everything not kept right is written (or deleted) in the first batches, in
+        // address order (see `flush`).
+        let mut todo: Vec<Prefix> = self
             .routes
             .iter()
             .filter(|(_, r)| r.want != r.have)
             .map(|(p, _)| *p)
             .collect();
+        todo.sort_unstable();
         for p in todo {
             self.enqueue(p);
         }
@@ -628,12 +630,13 @@ impl Writer {
         }
         self.sent
             .extend(sent.into_iter().map(|(s, w)| (s, Sent::Object(w))));
-        let mut n = 0;
-        while n < budget {
-            let Some(p) = self.queue.pop_front() else {
-                break;
-            };
-            n += 1;
+        // In address order: the kernel's trie grows at its edge instead of being split and
+        // rebalanced all over (each rebalance waits for an RCU grace period: a table
+        // written in hash order took minutes instead of a second).
+        let n = budget.min(self.queue.len());
+        let mut pass: Vec<Prefix> = self.queue.drain(..n).collect();
+        pass.sort_unstable();
+        for p in pass {
             self.write(&p, &view);
             if self.b.len() >= self.cfg.batch_octets {
                 self.send();
@@ -652,6 +655,8 @@ impl Writer {
         FibStats::set(&self.stats.pending, self.queue.len() as u64);
         FibStats::set(&self.stats.leaves, self.objects.leaves() as u64);
         FibStats::set(&self.stats.groups, self.objects.groups() as u64);
+        FibStats::set(&self.stats.object_writes, self.objects.written);
+        FibStats::set(&self.stats.object_deletes, self.objects.deleted);
     }
 
     /// Writes one prefix as it wants now.

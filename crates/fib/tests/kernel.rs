@@ -231,12 +231,11 @@ fn routes_are_installed_replaced_and_deleted_through_nexthop_objects() {
 fn a_restart_writes_only_the_differences() {
     in_netns(|| {
         links();
-        let wants = |i: u32| {
-            if i % 10 == 0 {
-                to(&["10.0.1.2"])
-            } else {
-                to(&["10.0.0.2"])
-            }
+        // Every tenth prefix through the other next hop, every seventh through both (ECMP).
+        let before = |i: u32| match (i % 7, i % 10) {
+            (0, _) => to(&["10.0.0.2", "10.0.1.2"]),
+            (_, 0) => to(&["10.0.1.2"]),
+            _ => to(&["10.0.0.2"]),
         };
         {
             let r = start(FibConfig::default());
@@ -246,7 +245,7 @@ fn a_restart_writes_only_the_differences() {
                 (0..2000)
                     .map(|i| FibChange {
                         prefix: p(i),
-                        want: wants(i),
+                        want: before(i),
                     })
                     .collect(),
             );
@@ -255,28 +254,36 @@ fn a_restart_writes_only_the_differences() {
         }
         // Stopped: the routes stay in the kernel.
         assert_eq!(our_routes().len(), 2000);
+        // While it was down: 0..100 gone, 2000..2100 new, 200..300 moved to 10.0.1.2.
+        let after = |i: u32| {
+            if (200..300).contains(&i) {
+                to(&["10.0.1.2"])
+            } else {
+                before(i)
+            }
+        };
         let r = start(FibConfig::default());
-        // 100 prefixes gone, 100 new ones, 100 moved to the other next hop.
-        let changes: Vec<FibChange> = (100..2100)
-            .map(|i| FibChange {
-                prefix: p(i),
-                want: if (200..300).contains(&i) {
-                    to(&["10.0.1.2"])
-                } else {
-                    wants(i)
-                },
-            })
-            .collect();
-        send(&r, changes);
+        send(
+            &r,
+            (100..2100)
+                .map(|i| FibChange {
+                    prefix: p(i),
+                    want: after(i),
+                })
+                .collect(),
+        );
         release(&r);
         assert!(r.fib.sync(Duration::from_secs(10)));
         assert_eq!(our_routes().len(), 2000);
-        let kept = stat(&r, |s| &s.kept_at_start);
+        let moved = (100..2000).filter(|i| after(*i) != before(*i)).count() as u64;
         let writes = stat(&r, |s| &s.route_writes);
         let deletes = stat(&r, |s| &s.route_deletes);
-        // 200..300 has 10 already at 10.0.1.2 (i % 10 == 0): 90 moved.
-        assert_eq!((writes, deletes), (100 + 90, 100), "kept {kept}");
-        assert_eq!(kept, 2000 - 100 - 90);
+        assert_eq!(
+            (writes, deletes),
+            (100 + moved, 100),
+            "only the differences written"
+        );
+        assert_eq!(stat(&r, |s| &s.kept_at_start), 1900 - moved);
         drop(r.watch);
     });
 }

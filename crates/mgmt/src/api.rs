@@ -559,3 +559,113 @@ pub struct ReloadReply {
 pub struct ErrorReply {
     pub error: String,
 }
+
+/// `GET /v1/fib/summary` (`show fib summary`): the FIB writer and next-hop resolution.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FibSummary {
+    /// `[fib]` is configured: the best paths are written to the kernel.
+    pub enabled: bool,
+    /// The kernel table, the routes' protocol number and metric.
+    pub table: u32,
+    pub protocol: u8,
+    pub metric: u32,
+    /// Routes name kernel nexthop objects (else each carries its next hops).
+    pub nexthop_objects: bool,
+    /// Nothing is written until the start-up deferral ends.
+    pub holding: bool,
+    pub routes: FibRoutes,
+    /// Nexthop objects of ours: a leaf per next hop and way out, a group per next-hop set.
+    pub leaves: u64,
+    pub groups: u64,
+    pub netlink: FibNetlink,
+    /// Routes of ours changed or removed by someone else, written again.
+    pub drift_repaired: u64,
+    /// At start: routes left by the last run kept as they were (the others were written
+    /// again or removed).
+    pub kept_at_start: u64,
+    /// When the last batch was written (UNIX seconds).
+    pub last_flush_at: Option<f64>,
+    pub resolution: ResolutionSummary,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FibRoutes {
+    /// Prefixes whose best path asks for a kernel route.
+    pub wanted: u64,
+    pub installed: u64,
+    /// Waiting to be written.
+    pub pending: u64,
+    /// Refused by the kernel, retried.
+    pub failed: u64,
+    /// Nothing to forward to: no next hop of theirs resolves to a way out.
+    pub unresolved: u64,
+    /// Held under our metric by another protocol: never replaced.
+    pub conflicts: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FibNetlink {
+    pub messages: u64,
+    /// `sendmsg` calls (many messages each).
+    pub batches: u64,
+    pub errors: u64,
+    pub route_writes: u64,
+    pub route_deletes: u64,
+    pub object_writes: u64,
+    pub object_deletes: u64,
+}
+
+/// How next hops resolve (`[bgp.resolution]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ResolutionSummary {
+    /// Through the kernel's tables (else every next hop is reachable at cost 0).
+    pub enabled: bool,
+    pub tables: Vec<u32>,
+    pub resolve_via_default: bool,
+    /// Routes of other protocols the resolver knows, all tables looked up.
+    pub kernel_routes: u64,
+    /// Snapshots of the kernel's tables published since start.
+    pub snapshots: u64,
+}
+
+/// `GET /v1/fib/routes[?destination=P]` (`show route forwarding-table`): our routes as the
+/// kernel holds them.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForwardingRoute {
+    pub destination: String,
+    /// `unicast`, `reject` (unreachable), `discard` (blackhole) or `none` (names nothing
+    /// usable).
+    pub kind: String,
+    pub next_hops: Vec<ForwardingHop>,
+    /// The nexthop object (group) it names.
+    pub object: Option<u32>,
+    pub metric: u32,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ForwardingHop {
+    pub gateway: Option<String>,
+    pub interface: String,
+}
+
+/// `GET /v1/fib/verify` (`ribshard fib verify`): the kernel's routes against what the
+/// Loc-RIB's best paths ask, each difference listed.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FibVerify {
+    /// Routes of ours in the kernel table.
+    pub kernel_routes: u64,
+    /// Prefixes whose best path asks for a route (resolving or not).
+    pub loc_rib_routes: u64,
+    pub differences: Vec<FibDifference>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct FibDifference {
+    pub prefix: String,
+    /// `missing` (asked, not in the kernel), `extra` (in the kernel, not asked) or
+    /// `different` (forwarding elsewhere).
+    pub kind: String,
+    /// What the Loc-RIB asks, and what the kernel has, in words.
+    pub want: Option<String>,
+    pub kernel: Option<String>,
+}

@@ -20,6 +20,7 @@ pub struct Snapshot {
     pub threads: Threads,
     pub queues: WorkQueues,
     pub convergence: Convergence,
+    pub fib: crate::api::FibSummary,
 }
 
 type Labels = Vec<(&'static str, String)>;
@@ -389,8 +390,82 @@ impl Collector for Scrape {
                     .map(|v| (l(&[("neighbor", &n.address)]), v))
             }),
         )?;
+        if s.fib.enabled {
+            fib(e, &s.fib)?;
+        }
         Ok(())
     }
+}
+
+/// The FIB writer's figures (`[fib]` only).
+fn fib(e: &mut DescriptorEncoder, f: &crate::api::FibSummary) -> Result<(), Error> {
+    let r = &f.routes;
+    gauges(
+        e,
+        "ribshard_fib_routes",
+        "Kernel routes of ours, by state: wanted (a best path asks for one), installed, pending (waiting to be written), failed (refused, retried), unresolved (nothing to forward to), conflict (another protocol holds the route).",
+        [
+            ("wanted", r.wanted),
+            ("installed", r.installed),
+            ("pending", r.pending),
+            ("failed", r.failed),
+            ("unresolved", r.unresolved),
+            ("conflict", r.conflicts),
+        ]
+        .map(|(k, v)| (l(&[("state", k)]), v as f64)),
+    )?;
+    gauges(
+        e,
+        "ribshard_fib_nexthop_objects",
+        "Kernel nexthop objects of ours: a leaf per next hop and way out, a group per next-hop set.",
+        [("leaf", f.leaves), ("group", f.groups)].map(|(k, v)| (l(&[("kind", k)]), v as f64)),
+    )?;
+    let n = &f.netlink;
+    counters(
+        e,
+        "ribshard_fib_netlink_messages",
+        "Netlink requests sent to the kernel, by what they did.",
+        [
+            ("route-write", n.route_writes),
+            ("route-delete", n.route_deletes),
+            ("object-write", n.object_writes),
+            ("object-delete", n.object_deletes),
+        ]
+        .map(|(k, v)| (l(&[("operation", k)]), v as f64)),
+    )?;
+    counters(
+        e,
+        "ribshard_fib_netlink_batches",
+        "sendmsg calls to the kernel (many requests each).",
+        [(Labels::new(), n.batches as f64)],
+    )?;
+    counters(
+        e,
+        "ribshard_fib_netlink_errors",
+        "Requests the kernel refused.",
+        [(Labels::new(), n.errors as f64)],
+    )?;
+    counters(
+        e,
+        "ribshard_fib_drift_repaired",
+        "Routes of ours changed or removed by someone else and written again.",
+        [(Labels::new(), f.drift_repaired as f64)],
+    )?;
+    if let Some(t) = f.last_flush_at {
+        gauges(
+            e,
+            "ribshard_fib_last_flush_timestamp_seconds",
+            "When the FIB writer last sent a batch to the kernel (UNIX time).",
+            [(Labels::new(), t)],
+        )?;
+    }
+    gauges(
+        e,
+        "ribshard_fib_holding",
+        "1 while the FIB writer waits for the start-up deferral to end before writing.",
+        [(Labels::new(), f64::from(u8::from(f.holding)))],
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]

@@ -3,8 +3,8 @@
 //! the server only routes, encodes and streams.
 
 use crate::api::{
-    ClearReply, ClearRequest, Convergence, ErrorReply, Group, Neighbor, ReloadReply, RouteRequest,
-    RouteSummary, Summary, Threads, WorkQueues,
+    ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
+    Group, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
 };
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -77,6 +77,14 @@ pub trait Backend: Send + Sync + 'static {
     fn convergence(&self) -> impl Future<Output = Convergence> + Send;
     fn clear(&self, r: ClearRequest) -> impl Future<Output = Result<ClearReply, ApiError>> + Send;
     fn reload(&self) -> impl Future<Output = ReloadReply> + Send;
+    fn fib_summary(&self) -> impl Future<Output = FibSummary> + Send;
+    /// Our routes as the kernel holds them (all, or the one `destination` names: a prefix,
+    /// or the longest covering an address).
+    fn forwarding_table(
+        &self,
+        destination: Option<String>,
+    ) -> impl Future<Output = Result<Vec<ForwardingRoute>, ApiError>> + Send;
+    fn fib_verify(&self) -> impl Future<Output = Result<FibVerify, ApiError>> + Send;
 }
 
 /// Where the API listens.
@@ -114,6 +122,9 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
         .route("/v1/routes", get(routes::<B>))
         .route("/v1/threads", get(threads::<B>))
         .route("/v1/work-queues", get(work_queues::<B>))
+        .route("/v1/fib/summary", get(fib_summary::<B>))
+        .route("/v1/fib/routes", get(forwarding_table::<B>))
+        .route("/v1/fib/verify", get(fib_verify::<B>))
         .route("/metrics", get(metrics::<B>));
     // A read-only listener refuses every request that changes state, whatever it holds.
     let r = if read_only {
@@ -276,6 +287,26 @@ async fn work_queues<B: Backend>(State(s): State<AppState<B>>) -> Json<WorkQueue
     Json(s.backend.work_queues().await)
 }
 
+async fn fib_summary<B: Backend>(State(s): State<AppState<B>>) -> Json<FibSummary> {
+    Json(s.backend.fib_summary().await)
+}
+
+#[derive(Deserialize)]
+struct DestinationQuery {
+    destination: Option<String>,
+}
+
+async fn forwarding_table<B: Backend>(
+    State(s): State<AppState<B>>,
+    Query(q): Query<DestinationQuery>,
+) -> Result<Json<Vec<ForwardingRoute>>, ApiError> {
+    Ok(Json(s.backend.forwarding_table(q.destination).await?))
+}
+
+async fn fib_verify<B: Backend>(State(s): State<AppState<B>>) -> Result<Json<FibVerify>, ApiError> {
+    Ok(Json(s.backend.fib_verify().await?))
+}
+
 async fn clear<B: Backend>(
     State(s): State<AppState<B>>,
     Json(r): Json<ClearRequest>,
@@ -304,6 +335,7 @@ async fn metrics<B: Backend>(
         threads: b.threads().await,
         queues: b.work_queues().await,
         convergence: b.convergence().await,
+        fib: b.fib_summary().await,
     };
     match crate::metrics::encode(&snapshot) {
         Ok(text) if openmetrics => (

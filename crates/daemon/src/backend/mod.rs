@@ -2,6 +2,7 @@
 //! the shards' counts (asked between their routing work), the update threads' groups,
 //! the threads and queues, and the convergence telemetry.
 
+mod fib;
 mod routes;
 mod text;
 
@@ -805,5 +806,20 @@ impl Backend for Api {
             return gone();
         }
         rx.await.unwrap_or_else(|_| gone())
+    }
+
+    async fn fib_summary(&self) -> FibSummary {
+        self.fib()
+    }
+
+    async fn forwarding_table(
+        &self,
+        destination: Option<String>,
+    ) -> Result<Vec<ForwardingRoute>, ApiError> {
+        self.forwarding(destination).await
+    }
+
+    async fn fib_verify(&self) -> Result<FibVerify, ApiError> {
+        self.verify().await
     }
 }

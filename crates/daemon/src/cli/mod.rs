@@ -5,8 +5,8 @@
 pub mod render;
 
 use ribshard_mgmt::api::{
-    ClearReply, ClearRequest, Convergence, Group, Neighbor, ReloadReply, RouteRequest,
-    RouteSummary, Summary, Threads, WorkQueues,
+    ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Neighbor,
+    ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
 use std::io::{self, Write};
@@ -28,6 +28,10 @@ pub enum Request {
     WorkQueues,
     Clear(ClearRequest),
     Reload,
+    FibSummary,
+    /// `show route forwarding-table [DESTINATION]`.
+    ForwardingTable(Option<String>),
+    FibVerify,
 }
 
 /// Why a command line is not understood.
@@ -42,7 +46,7 @@ fn usage(s: impl Into<String>) -> Usage {
 const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] | show bgp group [NAME] | \
 show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
 [rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [detail] [hidden] [rejected] | \
-show thread cpu | show work-queues";
+show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show thread cpu | show work-queues";
 
 /// Parses the words after `show`.
 pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
@@ -65,6 +69,9 @@ pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
         ["bgp", "group", n] => Ok(Request::Group(Some(n.to_string()))),
         ["bgp", "convergence"] => Ok(Request::Convergence),
         ["route", "summary"] => Ok(Request::RouteSummary),
+        ["route", "forwarding-table"] => Ok(Request::ForwardingTable(None)),
+        ["route", "forwarding-table", d] => Ok(Request::ForwardingTable(Some(d.to_string()))),
+        ["fib", "summary"] => Ok(Request::FibSummary),
         ["route", rest @ ..] => parse_route(rest).map(Request::Routes),
         ["thread", "cpu"] => Ok(Request::Threads),
         ["work-queues"] => Ok(Request::WorkQueues),
@@ -152,6 +159,19 @@ pub fn parse_configure(words: &[String]) -> Result<Request, Usage> {
     }
 }
 
+/// Parses the words after `fib`.
+pub fn parse_fib(words: &[String]) -> Result<Request, Usage> {
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["verify"] => Ok(Request::FibVerify),
+        _ => Err(usage("fib verify")),
+    }
+}
+
 /// The API's address: a socket path, or `ADDRESS:PORT` for a TCP listener.
 pub fn endpoint(s: &str) -> Endpoint {
     match s.parse() {
@@ -200,9 +220,12 @@ fn encode(s: &str) -> String {
         .collect()
 }
 
-/// Asks the daemon and prints the answer; `json`: the API's JSON as it comes.
-pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), ClientError> {
+/// Asks the daemon and prints the answer; `json`: the API's JSON as it comes. Returns
+/// whether the answer says all is well: false when `fib verify` found differences (the
+/// command's exit status says so too).
+pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool, ClientError> {
     let c = Client::new(endpoint);
+    let mut well = true;
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());
     let path = match &r {
@@ -229,9 +252,24 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), C
         Request::WorkQueues => "/v1/work-queues".into(),
         Request::Clear(_) => "/v1/bgp/clear".into(),
         Request::Reload => "/v1/configure/reload".into(),
+        Request::FibSummary => "/v1/fib/summary".into(),
+        Request::ForwardingTable(d) => match d {
+            Some(d) => format!("/v1/fib/routes?destination={}", encode(d)),
+            None => "/v1/fib/routes".into(),
+        },
+        Request::FibVerify => "/v1/fib/verify".into(),
     };
     let text = match r {
-        Request::Routes(_) => return c.copy(&path, &mut out).await,
+        Request::Routes(_) => return c.copy(&path, &mut out).await.map(|()| true),
+        Request::FibVerify => {
+            let v: FibVerify = c.get(&path).await?;
+            well = v.differences.is_empty();
+            if json {
+                serde_json::to_string_pretty(&v)? + "\n"
+            } else {
+                render::fib_verify(&v)
+            }
+        }
         Request::Clear(req) => {
             let reply: ClearReply = c.post(&path, &req).await?;
             if json {
@@ -267,10 +305,14 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<(), C
         Request::RouteSummary => render::route_summary(&c.get::<RouteSummary>(&path).await?),
         Request::Threads => render::threads(&c.get::<Threads>(&path).await?),
         Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
+        Request::FibSummary => render::fib_summary(&c.get::<FibSummary>(&path).await?),
+        Request::ForwardingTable(_) => {
+            render::forwarding_table(&c.get::<Vec<ForwardingRoute>>(&path).await?)
+        }
     };
     let _ = out.write_all(text.as_bytes());
     let _ = out.flush();
-    Ok(())
+    Ok(well)
 }
 
 #[cfg(test)]

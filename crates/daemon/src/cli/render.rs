@@ -600,6 +600,143 @@ pub fn reload(r: &ReloadReply) -> String {
     o
 }
 
+fn table_name(t: u32) -> String {
+    match t {
+        254 => "254 (main)".into(),
+        255 => "255 (local)".into(),
+        253 => "253 (default)".into(),
+        t => t.to_string(),
+    }
+}
+
+/// `show fib summary`.
+pub fn fib_summary(f: &FibSummary) -> String {
+    let mut o = String::new();
+    let r = &f.resolution;
+    let res = if r.enabled {
+        format!(
+            "Next-hop resolution: through tables {}{}; {} kernel routes of other protocols known\n",
+            r.tables
+                .iter()
+                .map(|t| table_name(*t))
+                .collect::<Vec<_>>()
+                .join(", "),
+            if r.resolve_via_default {
+                ", a default route counts"
+            } else {
+                ", a default route does not count"
+            },
+            r.kernel_routes
+        )
+    } else {
+        "Next-hop resolution: off (every next hop reachable at IGP cost 0)\n".into()
+    };
+    if !f.enabled {
+        o.push_str("FIB: off (no [fib] in the configuration): nothing is written to the kernel\n");
+        o.push_str(&res);
+        return o;
+    }
+    let _ = writeln!(
+        o,
+        "FIB: table {}, protocol {}, metric {}, {}{}",
+        table_name(f.table),
+        f.protocol,
+        f.metric,
+        if f.nexthop_objects {
+            "through nexthop objects"
+        } else {
+            "next hops in each route"
+        },
+        if f.holding {
+            " (waiting for the start-up deferral to end)"
+        } else {
+            ""
+        }
+    );
+    let rt = &f.routes;
+    let _ = writeln!(
+        o,
+        "Routes: {} wanted, {} installed, {} pending, {} failed, {} unresolved, {} conflicts",
+        rt.wanted, rt.installed, rt.pending, rt.failed, rt.unresolved, rt.conflicts
+    );
+    let _ = writeln!(
+        o,
+        "Nexthop objects: {} leaves, {} groups",
+        f.leaves, f.groups
+    );
+    let n = &f.netlink;
+    let _ = writeln!(
+        o,
+        "Netlink: {} messages in {} batches, {} errors; routes written {}, deleted {}; objects written {}, deleted {}",
+        n.messages, n.batches, n.errors, n.route_writes, n.route_deletes, n.object_writes, n.object_deletes
+    );
+    let _ = writeln!(
+        o,
+        "Kept at start: {}; drift repaired: {}; last written: {}",
+        f.kept_at_start,
+        f.drift_repaired,
+        f.last_flush_at.map_or_else(|| "never".into(), date)
+    );
+    o.push_str(&res);
+    o
+}
+
+/// `show route forwarding-table`: our routes as the kernel holds them.
+pub fn forwarding_table(routes: &[ForwardingRoute]) -> String {
+    let mut o = String::new();
+    let _ = writeln!(
+        o,
+        "{:<43} {:<8} {:<40} {:<12} Object",
+        "Destination", "Type", "Next hop", "Netif"
+    );
+    for r in routes {
+        let object = r.object.map_or_else(String::new, |id| format!("nhid {id}"));
+        let hops: Vec<(String, String)> = if r.next_hops.is_empty() {
+            vec![(String::new(), String::new())]
+        } else {
+            r.next_hops
+                .iter()
+                .map(|h| (h.gateway.clone().unwrap_or_default(), h.interface.clone()))
+                .collect()
+        };
+        for (i, (gw, dev)) in hops.iter().enumerate() {
+            if i == 0 {
+                let _ = writeln!(
+                    o,
+                    "{:<43} {:<8} {:<40} {:<12} {}",
+                    r.destination, r.kind, gw, dev, object
+                );
+            } else {
+                let _ = writeln!(o, "{:<43} {:<8} {:<40} {}", "", "", gw, dev);
+            }
+        }
+    }
+    o
+}
+
+/// `fib verify`: every difference, then a line that says whether there were any.
+pub fn fib_verify(v: &FibVerify) -> String {
+    let mut o = String::new();
+    for d in &v.differences {
+        let _ = writeln!(
+            o,
+            "{:<43} {:<9} wanted: {:<40} kernel: {}",
+            d.prefix,
+            d.kind,
+            d.want.as_deref().unwrap_or("-"),
+            d.kernel.as_deref().unwrap_or("-")
+        );
+    }
+    let _ = writeln!(
+        o,
+        "{} differences between the Loc-RIB ({} routes to install) and the kernel ({} routes of ours)",
+        v.differences.len(),
+        v.loc_rib_routes,
+        v.kernel_routes
+    );
+    o
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

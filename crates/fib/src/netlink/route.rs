@@ -106,6 +106,7 @@ impl RouteMsg {
         let mut gateway = None;
         let mut oif = 0;
         let mut next = RouteNext::None;
+        let mut object = None;
         for (t, v) in Attrs::new(payload.get(12..)?) {
             match t {
                 RTA_DST => dst = addr_of(family, v),
@@ -114,7 +115,7 @@ impl RouteMsg {
                 RTA_GATEWAY => gateway = addr_of(family, v),
                 RTA_VIA => gateway = via_of(v),
                 RTA_OIF => oif = u32_of(v)?,
-                RTA_NH_ID => next = RouteNext::Object(u32_of(v)?),
+                RTA_NH_ID => object = Some(u32_of(v)?),
                 RTA_MULTIPATH => next = RouteNext::Multipath(hops(family, v)),
                 _ => {}
             }
@@ -126,6 +127,11 @@ impl RouteMsg {
                 ifindex: oif,
                 weight: 1,
             });
+        }
+        // A route naming an object also shows its ways out (`nexthop_compat_mode`); the
+        // object is what it is written with.
+        if let Some(id) = object {
+            next = RouteNext::Object(id);
         }
         let dst = match (family, dst) {
             (AF_INET, Some(IpAddr::V4(a))) => Prefix::v4(a, dst_len)?,
