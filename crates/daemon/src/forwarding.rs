@@ -9,9 +9,19 @@ use ribshard_fib::watch::Listener;
 use ribshard_fib::{Fib, FibInput, KernelEvent, KernelView, KernelWatch, Published, ResolveConfig};
 use std::sync::{Arc, Mutex, OnceLock};
 
+/// Told when the kernel watcher publishes a new snapshot.
+pub type KernelListener = Box<dyn Fn() + Send + Sync>;
+
 pub struct Forwarding {
     /// The kernel's tables as last read (empty without a watcher).
     pub published: Arc<Published>,
+    /// Others told of each new snapshot (originated networks).
+    listeners: Arc<Mutex<Vec<KernelListener>>>,
+    /// Peer indexes of local sources whose routes are never installed (originated
+    /// networks, injected RIBs), besides the `no-install` neighbors.
+    local: Mutex<hashbrown::HashSet<u32>>,
+    /// The last `no-install` neighbors set.
+    neighbors: Mutex<hashbrown::HashSet<u32>>,
     pub fib: Option<Fib>,
     watch: Option<KernelWatch>,
     /// Whether the shards resolve next hops through `published`.
@@ -47,8 +57,21 @@ impl Forwarding {
         };
         let pipeline: Arc<OnceLock<Arc<Pipeline>>> = Arc::default();
         let mut resolving = config.resolution.is_some();
-        let watch = if resolving || fib.is_some() {
+        let others: Arc<Mutex<Vec<KernelListener>>> = Arc::default();
+        let covering = config
+            .originate
+            .iter()
+            .any(|o| o.when == crate::config::When::CoveringRoute);
+        let watch = if resolving || fib.is_some() || covering {
             let mut listeners: Vec<Listener> = Vec::new();
+            let o = others.clone();
+            listeners.push(Box::new(move |e: &KernelEvent| {
+                if matches!(e, KernelEvent::Published { .. }) {
+                    for l in o.lock().unwrap_or_else(|e| e.into_inner()).iter() {
+                        l();
+                    }
+                }
+            }));
             if resolving {
                 let p = pipeline.clone();
                 listeners.push(Box::new(move |e: &KernelEvent| {
@@ -89,6 +112,9 @@ impl Forwarding {
         };
         let f = Forwarding {
             published,
+            listeners: others,
+            local: Mutex::default(),
+            neighbors: Mutex::default(),
             fib,
             watch,
             resolving,
@@ -121,17 +147,48 @@ impl Forwarding {
     /// The neighbors whose routes are not installed: `peer_index[i]` is the peer index of
     /// `config.peers[i]`.
     pub fn set_no_install(&self, config: &Config, peer_index: &[usize]) {
-        if let Some(f) = &self.fib {
-            f.set_no_install(
-                config
-                    .peers
-                    .iter()
-                    .zip(peer_index)
-                    .filter(|(p, _)| p.no_install)
-                    .map(|(_, i)| *i as u32)
-                    .collect(),
-            );
+        *self.neighbors.lock().unwrap_or_else(|e| e.into_inner()) = config
+            .peers
+            .iter()
+            .zip(peer_index)
+            .filter(|(p, _)| p.no_install)
+            .map(|(_, i)| *i as u32)
+            .collect();
+        self.push_no_install();
+    }
+
+    /// A local source (originated networks, an injected RIB): its routes are never
+    /// installed (`gone`: the source ended).
+    pub fn local_source(&self, peer: u32, gone: bool) {
+        {
+            let mut l = self.local.lock().unwrap_or_else(|e| e.into_inner());
+            if gone {
+                l.remove(&peer);
+            } else {
+                l.insert(peer);
+            }
         }
+        self.push_no_install();
+    }
+
+    fn push_no_install(&self) {
+        if let Some(f) = &self.fib {
+            let mut all = self
+                .neighbors
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone();
+            all.extend(self.local.lock().unwrap_or_else(|e| e.into_inner()).iter());
+            f.set_no_install(all);
+        }
+    }
+
+    /// Tells `f` of each snapshot of the kernel's tables from now on.
+    pub fn on_kernel_change(&self, f: KernelListener) {
+        self.listeners
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(f);
     }
 
     /// Whether next hops resolve through the kernel's tables.

@@ -149,6 +149,25 @@ enum ConfigCommand {
 
 #[derive(Subcommand)]
 enum MrtCommand {
+    /// Inject a TABLE_DUMP_V2 RIB into the running daemon: each of its peers becomes a
+    /// source of routes, as a neighbor (never installed in the kernel).
+    Inject {
+        /// The MRT file (read by the daemon).
+        file: PathBuf,
+    },
+    /// Withdraw every route an injected file brought.
+    Remove { file: PathBuf },
+    /// The files injected, with their peers and routes.
+    Injections,
+    /// Write the running daemon's Loc-RIB (or a neighbor's Adj-RIB-In) as a TABLE_DUMP_V2
+    /// file, read shard by shard without stalling routing (`bgpdump -m` reads it).
+    DumpRib {
+        /// Where to write it.
+        file: PathBuf,
+        /// The neighbor whose Adj-RIB-In (as received, before import policy) to write.
+        #[arg(long)]
+        neighbor: Option<String>,
+    },
     /// Print every route, withdrawal and state change of an MRT file (gzip, bzip2 or plain)
     /// in the one-line format of `bgpdump -m`.
     Dump {
@@ -195,6 +214,12 @@ fn main() -> ExitCode {
             | Command::Configure { .. }
             | Command::Fib { .. }
             | Command::Advise
+            | Command::Mrt {
+                command: MrtCommand::Inject { .. }
+                    | MrtCommand::Remove { .. }
+                    | MrtCommand::Injections
+                    | MrtCommand::DumpRib { .. }
+            }
     ) {
         init_logging(cli.log_json);
     }
@@ -239,21 +264,15 @@ fn main() -> ExitCode {
         Command::Advise => advise(&cli.socket, cli.json),
         Command::Config { command } => config_command(command),
         Command::Policy { command } => policy_command(command),
-        Command::Mrt { command } => match mrt(command) {
-            Ok(()) => ExitCode::SUCCESS,
-            // A closed pipe (`ribshard mrt dump f | head`) is not an error.
-            Err(e)
-                if e.downcast_ref::<io::Error>().map(|e| e.kind())
-                    == Some(io::ErrorKind::BrokenPipe) =>
-            {
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                tracing::error!("{e}");
-                ExitCode::FAILURE
-            }
-        },
+        Command::Mrt { command } => mrt(&cli.socket, cli.json, command),
     }
+}
+
+/// A file as the daemon must find it: absolute (it does not run where we do).
+fn absolute(file: &Path) -> Result<String, ribshard::cli::Usage> {
+    std::fs::canonicalize(file)
+        .map(|p| p.display().to_string())
+        .map_err(|e| ribshard::cli::Usage(format!("{}: {e}", file.display())))
 }
 
 /// Asks the running daemon and prints its answer.
@@ -432,47 +451,84 @@ fn check_outcome(
     }
 }
 
-fn mrt(command: MrtCommand) -> Result<(), Box<dyn std::error::Error>> {
-    match command {
-        MrtCommand::Dump { file } => {
-            let stdout = io::stdout();
-            let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
-            let result = ribshard_mrt::bgpdump::dump_file(&file, &mut out);
-            out.flush()?;
-            let (records, skipped) = result.map_err(|e| match e {
-                ribshard_mrt::MrtError::Io(io) => Box::new(io) as Box<dyn std::error::Error>,
-                other => format!("{}: {other}", file.display()).into(),
-            })?;
-            if skipped > 0 {
-                tracing::warn!(
-                    file = %file.display(),
-                    records,
-                    skipped,
-                    "some records or messages could not be decoded and were left out"
-                );
-            }
-            Ok(())
+/// `mrt ...`: files here, or the running daemon's RIB.
+fn mrt(socket: &str, json: bool, command: MrtCommand) -> ExitCode {
+    use ribshard::cli::Request;
+    let local = match command {
+        MrtCommand::Inject { file } => {
+            return client(socket, json, absolute(&file).map(Request::MrtInject))
         }
+        MrtCommand::Remove { file } => {
+            return client(socket, json, absolute(&file).map(Request::MrtRemove))
+        }
+        MrtCommand::Injections => return client(socket, json, Ok(Request::MrtInjections)),
+        MrtCommand::DumpRib { file, neighbor } => {
+            return client(socket, json, Ok(Request::MrtDumpRib { file, neighbor }))
+        }
+        MrtCommand::Dump { file } => mrt_dump(&file),
         MrtCommand::Generate {
             out,
             prefixes,
             peers,
             seed,
-        } => {
-            if peers == 0 || peers > usize::from(u16::MAX) {
-                return Err("--peers must be between 1 and 65535".into());
-            }
-            let f = std::fs::File::create(&out)
-                .map_err(|e| format!("cannot create {}: {e}", out.display()))?;
-            let mut w = ribshard_mrt::MrtWriter::new(BufWriter::new(f));
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as u32)
-                .unwrap_or(0);
-            let paths = ribshard_mrt::synth::write_table(&mut w, prefixes, peers, seed, now)?;
-            w.flush()?;
-            tracing::info!(file = %out.display(), prefixes, peers, paths, "wrote RIB dump");
-            Ok(())
+        } => mrt_generate(&out, prefixes, peers, seed),
+    };
+    match local {
+        Ok(()) => ExitCode::SUCCESS,
+        // A closed pipe (`ribshard mrt dump f | head`) is not an error.
+        Err(e)
+            if e.downcast_ref::<io::Error>().map(|e| e.kind())
+                == Some(io::ErrorKind::BrokenPipe) =>
+        {
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            tracing::error!("{e}");
+            ExitCode::FAILURE
         }
     }
+}
+
+/// `mrt dump FILE`: every record as `bgpdump -m` prints it.
+fn mrt_dump(file: &Path) -> Result<(), Box<dyn std::error::Error>> {
+    let stdout = io::stdout();
+    let mut out = BufWriter::with_capacity(1 << 16, stdout.lock());
+    let result = ribshard_mrt::bgpdump::dump_file(file, &mut out);
+    out.flush()?;
+    let (records, skipped) = result.map_err(|e| match e {
+        ribshard_mrt::MrtError::Io(io) => Box::new(io) as Box<dyn std::error::Error>,
+        other => format!("{}: {other}", file.display()).into(),
+    })?;
+    if skipped > 0 {
+        tracing::warn!(
+            file = %file.display(),
+            records,
+            skipped,
+            "some records or messages could not be decoded and were left out"
+        );
+    }
+    Ok(())
+}
+
+/// `mrt generate`: a synthesized RIB file.
+fn mrt_generate(
+    out: &Path,
+    prefixes: usize,
+    peers: usize,
+    seed: u64,
+) -> Result<(), Box<dyn std::error::Error>> {
+    if peers == 0 || peers > usize::from(u16::MAX) {
+        return Err("--peers must be between 1 and 65535".into());
+    }
+    let f =
+        std::fs::File::create(out).map_err(|e| format!("cannot create {}: {e}", out.display()))?;
+    let mut w = ribshard_mrt::MrtWriter::new(BufWriter::new(f));
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0);
+    let paths = ribshard_mrt::synth::write_table(&mut w, prefixes, peers, seed, now)?;
+    w.flush()?;
+    tracing::info!(file = %out.display(), prefixes, peers, paths, "wrote RIB dump");
+    Ok(())
 }

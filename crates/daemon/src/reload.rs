@@ -73,6 +73,7 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
     // Read at start only: it is about the first tables.
     restart(running.update_delay != new.update_delay, "bgp.update-delay");
     restart(running.fib != new.fib, "fib");
+    restart(running.mrt != new.mrt, "mrt");
     restart(running.resolution != new.resolution, "bgp.resolution");
     let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
     let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
@@ -120,6 +121,7 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c.management = running.management.clone();
     c.update_delay = running.update_delay;
     c.fib = running.fib.clone();
+    c.mrt = running.mrt.clone();
     c.resolution = running.resolution.clone();
     c
 }
@@ -288,8 +290,17 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         }
     }
     if applied {
+        let networks_changed = live.config.originate != new.originate;
         live.config = applied_config(&live.config, new);
         daemon.sync_no_install(&live.config, &live.active);
+        if networks_changed {
+            let networks = live.config.originate.clone();
+            reply.changes.push(format!(
+                "originated networks: {} configured",
+                networks.len()
+            ));
+            daemon.originate(&mut live, networks);
+        }
         info!(
             neighbors = live.active.len(),
             "configuration reloaded{}",

@@ -6,12 +6,11 @@ use crate::backend::Api;
 use crate::config::{pipeline_config, settings, Config};
 use crate::forwarding::Forwarding;
 use crate::state::{Daemon, Live};
+use crate::updates_log::UpdatesLog;
 use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_mgmt::ServerConfig;
-use ribshard_mrt::MrtWriter;
-use std::io::BufWriter;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -77,8 +76,18 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             ),
         );
         forwarding.attach(pipeline.clone());
-        // The tap carries every received UPDATE; only the update dump needs it.
-        let tap = opts.dump_updates.is_some().then_some(tx);
+        // The tap carries every received UPDATE; only the BGP4MP log needs it.
+        let mut log = match (&opts.dump_updates, &config.mrt.updates) {
+            (Some(path), _) => Some(UpdatesLog::file(path)),
+            (None, Some(pattern)) => Some(UpdatesLog::new(
+                pattern.clone(),
+                config.mrt.rotate_size,
+                config.mrt.rotate_interval,
+            )),
+            (None, None) => None,
+        };
+        let logging = log.is_some();
+        let tap = logging.then_some(tx);
         let sessions =
             Sessions::start_with(peers.clone(), &config.listen, tap, Some(pipeline.clone()))
                 .await?;
@@ -102,6 +111,11 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             },
             opts.config_file.clone(),
         );
+        {
+            let mut live = daemon.live.write().await;
+            let networks = live.config.originate.clone();
+            daemon.originate(&mut live, networks);
+        }
         let (reloads, mut reload_rx) = mpsc::channel(4);
         let api = Api {
             daemon: daemon.clone(),
@@ -109,26 +123,27 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         };
         let management = Management::start(api, server)
             .map_err(|e| format!("management.socket / management.listen: {e}"))?;
-        let mut dump = match &opts.dump_updates {
-            Some(path) => Some(MrtWriter::new(BufWriter::new(
-                std::fs::File::create(path)
-                    .map_err(|e| format!("cannot create {}: {e}", path.display()))?,
-            ))),
-            None => None,
-        };
+        let files: Vec<PathBuf> = daemon.live.read().await.config.mrt.inject.clone();
+        for file in files {
+            if let Err(e) = daemon.inject_mrt(file.clone()).await {
+                tracing::error!("mrt.inject: {}: {e}", file.display());
+            }
+        }
         loop {
             tokio::select! {
-                m = rx.recv(), if opts.dump_updates.is_some() => {
+                m = rx.recv(), if logging => {
                     let Some(m) = m else { break };
                     let began = Instant::now();
                     let live = daemon.live.read().await;
-                    consume(m, &live.peers, &live.config, dump.as_mut());
-                    // Drain what is queued, then flush the dump once.
+                    consume(m, &live.peers, &live.config, log.as_mut());
+                    // Drain what is queued, then flush the log once.
                     while let Ok(m) = rx.try_recv() {
-                        consume(m, &live.peers, &live.config, dump.as_mut());
+                        consume(m, &live.peers, &live.config, log.as_mut());
                     }
-                    if let Some(d) = dump.as_mut() {
-                        d.flush()?;
+                    if let Some(d) = log.as_mut() {
+                        if let Err(e) = d.flush() {
+                            warn!("cannot write the BGP4MP log: {e}");
+                        }
                     }
                     main_work.item(began.elapsed());
                 }
@@ -162,10 +177,18 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         sessions
             .shutdown("ribshard is shutting down", Duration::from_secs(2))
             .await;
+        let originator = daemon
+            .originator
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(o) = originator {
+            crate::state::off_runtime(move || o.stop()).await;
+        }
         let p = pipeline.clone();
         crate::state::off_runtime(move || p.stop()).await;
         daemon.forwarding().stop();
-        if let Some(mut d) = dump {
+        if let Some(mut d) = log {
             d.flush()?;
         }
         Ok(())
@@ -188,49 +211,62 @@ async fn log_signal(name: &str, daemon: &Daemon) {
     );
 }
 
-fn consume(
-    m: Inbound,
-    peers: &[PeerSettings],
-    config: &Config,
-    dump: Option<&mut MrtWriter<BufWriter<std::fs::File>>>,
-) {
-    match m {
-        // The sessions log their own state changes.
-        Inbound::Up { .. }
-        | Inbound::Down { .. }
-        | Inbound::RouteRefresh { .. }
-        | Inbound::EndOfRib { .. } => {}
+/// Writes what a session handed the tap into the BGP4MP log: received UPDATEs, and each
+/// session reaching or leaving Established (RFC 4271 FSM states: 5 OpenConfirm, 6
+/// Established, 1 Idle).
+fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut UpdatesLog>) {
+    let Some(log) = log else { return };
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() as u32)
+        .unwrap_or(0);
+    let local = |p: &PeerSettings| {
+        p.local_address.unwrap_or(match p.address {
+            IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
+            IpAddr::V6(_) => IpAddr::from([0u16; 8]),
+        })
+    };
+    let written = match m {
+        Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => Ok(()),
+        Inbound::Up { peer, .. } | Inbound::Down { peer, .. } => {
+            let Some(p) = peers.get(peer) else { return };
+            let (old, new) = if matches!(m, Inbound::Up { .. }) {
+                (5, 6)
+            } else {
+                (6, 1)
+            };
+            log.state(
+                now,
+                p.peer_as,
+                config.local_as,
+                p.address,
+                local(p),
+                old,
+                new,
+            )
+        }
         Inbound::Update {
             peer,
             message,
             params,
         } => {
-            let (Some(d), Some(p)) = (dump, peers.get(peer)) else {
-                return;
-            };
-            let now = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_secs() as u32)
-                .unwrap_or(0);
-            let local = p.local_address.unwrap_or(match p.address {
-                IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
-                IpAddr::V6(_) => IpAddr::from([0u16; 8]),
-            });
+            let Some(p) = peers.get(peer) else { return };
             // RFC 8050: messages with path identifiers get the ADDPATH subtype (it marks a
             // whole message, so a session with Add-Path in one family only is marked too).
             let add_path = params.add_path.iter().any(|&a| a);
-            if let Err(e) = d.write_bgp4mp_message(
+            log.message(
                 now,
                 p.peer_as,
                 config.local_as,
                 p.address,
-                local,
+                local(p),
                 add_path,
                 &message,
-            ) {
-                warn!("cannot write the update dump: {e}");
-            }
+            )
         }
+    };
+    if let Err(e) = written {
+        warn!("cannot write the BGP4MP log: {e}");
     }
 }
 

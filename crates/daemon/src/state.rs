@@ -19,10 +19,24 @@ pub struct Live {
     pub sessions: Sessions,
 }
 
+impl Live {
+    /// A peer index for a source of routes that is not a session (originated networks,
+    /// an injected MRT peer), shown with `settings`.
+    pub fn reserve(&mut self, settings: PeerSettings) -> u32 {
+        let i = self.sessions.reserve(settings.clone());
+        self.peers.push(settings);
+        i as u32
+    }
+}
+
 pub struct Daemon {
     pub pipeline: Arc<Pipeline>,
     /// Next-hop resolution and the FIB writer.
     pub forwarding: Mutex<crate::forwarding::Forwarding>,
+    /// `[[bgp.originate]]`, once any network is configured.
+    pub originator: Mutex<Option<Arc<crate::originate::Originator>>>,
+    /// MRT files injected, in order.
+    pub injections: Mutex<Vec<crate::inject::Injection>>,
     /// Written by reloads only, which hold it across their whole change.
     pub live: tokio::sync::RwLock<Live>,
     /// The file `configure reload` and SIGHUP read again.
@@ -49,6 +63,8 @@ impl Daemon {
         Arc::new(Daemon {
             pipeline,
             forwarding: Mutex::new(forwarding),
+            originator: Mutex::new(None),
+            injections: Mutex::new(Vec::new()),
             live: tokio::sync::RwLock::new(live),
             config_file,
             started: SystemTime::now(),
@@ -81,6 +97,43 @@ impl Daemon {
     /// The forwarding state, locked (briefly: reading counters, sending to the writer).
     pub fn forwarding(&self) -> std::sync::MutexGuard<'_, crate::forwarding::Forwarding> {
         self.forwarding.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies `[[bgp.originate]]`: the networks are announced from now on (the first
+    /// time, under a peer index reserved among the sessions').
+    pub fn originate(&self, live: &mut Live, networks: Vec<crate::config::Originate>) {
+        let mut slot = self.originator.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(o) = slot.as_ref() {
+            o.set(networks);
+            return;
+        }
+        if networks.is_empty() {
+            return;
+        }
+        let peer = live.reserve(crate::config::local_settings(
+            &live.config,
+            std::net::IpAddr::from([0, 0, 0, 0]),
+            live.config.local_as,
+            "networks we originate ([[bgp.originate]])".into(),
+        ));
+        let c = &live.config;
+        let f = self.forwarding();
+        f.local_source(peer, false);
+        let o = Arc::new(crate::originate::Originator::start(
+            self.pipeline.clone(),
+            peer,
+            c.local_as,
+            c.router_id,
+            networks,
+            f.published.clone(),
+        ));
+        let weak = Arc::downgrade(&o);
+        f.on_kernel_change(Box::new(move || {
+            if let Some(o) = weak.upgrade() {
+                o.kernel_changed();
+            }
+        }));
+        *slot = Some(o);
     }
 
     /// Tells the FIB writer which neighbors of `config` are `no-install`, by the peer

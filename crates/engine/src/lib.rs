@@ -16,6 +16,7 @@
 //! update thread on a shard (the one direction that would close a cycle of full queues), and
 //! never let a question (`show route`) delay routing by more than a chunk now and then.
 
+pub mod local;
 pub mod negotiate;
 pub mod pipeline;
 pub mod session;

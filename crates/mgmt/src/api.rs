@@ -669,3 +669,29 @@ pub struct FibDifference {
     pub want: Option<String>,
     pub kernel: Option<String>,
 }
+
+/// `POST /v1/mrt/inject` and `POST /v1/mrt/remove`: an MRT file, a path on the daemon's
+/// host.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct MrtFile {
+    pub file: String,
+}
+
+/// An injected MRT RIB (`GET /v1/mrt/injections` lists them).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Injected {
+    pub file: String,
+    /// The file's peers, each a source of routes here.
+    pub peers: Vec<InjectedPeer>,
+    pub routes: u64,
+    /// RIB entries that could not be taken (attributes that do not parse).
+    pub skipped: u64,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct InjectedPeer {
+    pub address: String,
+    pub peer_as: u32,
+    /// Its peer index in the pipeline.
+    pub peer_index: u32,
+}

@@ -4,7 +4,8 @@
 
 use crate::api::{
     ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
-    Group, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
+    Group, Injected, MrtFile, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads,
+    WorkQueues,
 };
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -85,6 +86,17 @@ pub trait Backend: Send + Sync + 'static {
         destination: Option<String>,
     ) -> impl Future<Output = Result<Vec<ForwardingRoute>, ApiError>> + Send;
     fn fib_verify(&self) -> impl Future<Output = Result<FibVerify, ApiError>> + Send;
+    /// Injects an MRT RIB (its peers enter the pipeline as neighbors).
+    fn mrt_inject(&self, f: MrtFile) -> impl Future<Output = Result<Injected, ApiError>> + Send;
+    /// Removes an injection: its routes are withdrawn.
+    fn mrt_remove(&self, f: MrtFile) -> impl Future<Output = Result<Injected, ApiError>> + Send;
+    fn mrt_injections(&self) -> impl Future<Output = Vec<Injected>> + Send;
+    /// The Loc-RIB (or, with `neighbor`, its Adj-RIB-In) as a TABLE_DUMP_V2 file, written
+    /// as the shards' walk goes.
+    fn mrt_rib(
+        &self,
+        neighbor: Option<String>,
+    ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
 }
 
 /// Where the API listens.
@@ -125,14 +137,20 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
         .route("/v1/fib/summary", get(fib_summary::<B>))
         .route("/v1/fib/routes", get(forwarding_table::<B>))
         .route("/v1/fib/verify", get(fib_verify::<B>))
+        .route("/v1/mrt/injections", get(mrt_injections::<B>))
+        .route("/v1/mrt/rib", get(mrt_rib::<B>))
         .route("/metrics", get(metrics::<B>));
     // A read-only listener refuses every request that changes state, whatever it holds.
     let r = if read_only {
         r.route("/v1/bgp/clear", post(refuse))
             .route("/v1/configure/reload", post(refuse))
+            .route("/v1/mrt/inject", post(refuse))
+            .route("/v1/mrt/remove", post(refuse))
     } else {
         r.route("/v1/bgp/clear", post(clear::<B>))
             .route("/v1/configure/reload", post(reload::<B>))
+            .route("/v1/mrt/inject", post(mrt_inject::<B>))
+            .route("/v1/mrt/remove", post(mrt_remove::<B>))
     };
     r.with_state(AppState { backend })
 }
@@ -305,6 +323,46 @@ async fn forwarding_table<B: Backend>(
 
 async fn fib_verify<B: Backend>(State(s): State<AppState<B>>) -> Result<Json<FibVerify>, ApiError> {
     Ok(Json(s.backend.fib_verify().await?))
+}
+
+async fn mrt_inject<B: Backend>(
+    State(s): State<AppState<B>>,
+    Json(f): Json<MrtFile>,
+) -> Result<Json<Injected>, ApiError> {
+    Ok(Json(s.backend.mrt_inject(f).await?))
+}
+
+async fn mrt_remove<B: Backend>(
+    State(s): State<AppState<B>>,
+    Json(f): Json<MrtFile>,
+) -> Result<Json<Injected>, ApiError> {
+    Ok(Json(s.backend.mrt_remove(f).await?))
+}
+
+async fn mrt_injections<B: Backend>(State(s): State<AppState<B>>) -> Json<Vec<Injected>> {
+    Json(s.backend.mrt_injections().await)
+}
+
+#[derive(Deserialize)]
+struct NeighborQuery {
+    neighbor: Option<String>,
+}
+
+/// An MRT file, written as the walk goes.
+async fn mrt_rib<B: Backend>(
+    State(s): State<AppState<B>>,
+    Query(q): Query<NeighborQuery>,
+) -> Result<Response, ApiError> {
+    let rx = s.backend.mrt_rib(q.neighbor).await?;
+    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+        let chunk = rx.recv().await?;
+        Some((Ok::<Bytes, io::Error>(chunk), rx))
+    });
+    Ok((
+        [(header::CONTENT_TYPE, "application/octet-stream")],
+        Body::from_stream(stream),
+    )
+        .into_response())
 }
 
 async fn clear<B: Backend>(

@@ -148,6 +148,32 @@ impl<W: Write> MrtWriter<W> {
         self.flush_body(timestamp, types::BGP4MP, subtype)
     }
 
+    /// A session's state change as BGP4MP STATE_CHANGE_AS4 (RFC 6396 section 4.4.4); states
+    /// are numbered as RFC 4271's FSM (1 Idle ... 6 Established).
+    #[allow(clippy::too_many_arguments)]
+    pub fn write_bgp4mp_state_change(
+        &mut self,
+        timestamp: u32,
+        peer_as: u32,
+        local_as: u32,
+        peer: IpAddr,
+        local: IpAddr,
+        old: u16,
+        new: u16,
+    ) -> io::Result<()> {
+        self.body.clear();
+        self.body.extend_from_slice(&peer_as.to_be_bytes());
+        self.body.extend_from_slice(&local_as.to_be_bytes());
+        self.body.extend_from_slice(&0u16.to_be_bytes());
+        let afi: u16 = if peer.is_ipv6() { 2 } else { 1 };
+        self.body.extend_from_slice(&afi.to_be_bytes());
+        push_ip(&mut self.body, &peer);
+        push_ip(&mut self.body, &local);
+        self.body.extend_from_slice(&old.to_be_bytes());
+        self.body.extend_from_slice(&new.to_be_bytes());
+        self.flush_body(timestamp, types::BGP4MP, b::STATE_CHANGE_AS4)
+    }
+
     pub fn flush(&mut self) -> io::Result<()> {
         self.out.flush()
     }

@@ -3,6 +3,7 @@
 //! the threads and queues, and the convergence telemetry.
 
 mod fib;
+mod mrt;
 mod routes;
 mod text;
 
@@ -821,5 +822,28 @@ impl Backend for Api {
 
     async fn fib_verify(&self) -> Result<FibVerify, ApiError> {
         self.verify().await
+    }
+
+    async fn mrt_inject(&self, f: MrtFile) -> Result<Injected, ApiError> {
+        self.inject(f.file).await
+    }
+
+    async fn mrt_remove(&self, f: MrtFile) -> Result<Injected, ApiError> {
+        self.uninject(f.file).await
+    }
+
+    async fn mrt_injections(&self) -> Vec<Injected> {
+        self.daemon
+            .injected()
+            .into_iter()
+            .map(mrt::injected)
+            .collect()
+    }
+
+    async fn mrt_rib(
+        &self,
+        neighbor: Option<String>,
+    ) -> Result<mpsc::Receiver<bytes::Bytes>, ApiError> {
+        self.rib(neighbor).await
     }
 }

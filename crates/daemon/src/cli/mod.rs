@@ -5,8 +5,8 @@
 pub mod render;
 
 use ribshard_mgmt::api::{
-    ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Neighbor,
-    ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
+    ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
+    MrtFile, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
 use std::io::{self, Write};
@@ -32,6 +32,16 @@ pub enum Request {
     /// `show route forwarding-table [DESTINATION]`.
     ForwardingTable(Option<String>),
     FibVerify,
+    /// `mrt inject FILE` (a path on the daemon's host).
+    MrtInject(String),
+    MrtRemove(String),
+    MrtInjections,
+    /// `mrt dump-rib FILE [--neighbor A]`: the Loc-RIB (or the neighbor's Adj-RIB-In) as
+    /// TABLE_DUMP_V2, written to FILE here.
+    MrtDumpRib {
+        file: PathBuf,
+        neighbor: Option<String>,
+    },
 }
 
 /// Why a command line is not understood.
@@ -258,9 +268,34 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
             None => "/v1/fib/routes".into(),
         },
         Request::FibVerify => "/v1/fib/verify".into(),
+        Request::MrtInject(_) => "/v1/mrt/inject".into(),
+        Request::MrtRemove(_) => "/v1/mrt/remove".into(),
+        Request::MrtInjections => "/v1/mrt/injections".into(),
+        Request::MrtDumpRib { neighbor, .. } => match neighbor {
+            Some(a) => format!("/v1/mrt/rib?neighbor={}", encode(a)),
+            None => "/v1/mrt/rib".into(),
+        },
     };
     let text = match r {
         Request::Routes(_) => return c.copy(&path, &mut out).await.map(|()| true),
+        Request::MrtDumpRib { file, .. } => {
+            let f = std::fs::File::create(&file).map_err(|e| ClientError::Connect {
+                endpoint: Endpoint::Unix(file.clone()),
+                source: e,
+            })?;
+            let mut w = io::BufWriter::new(f);
+            c.copy(&path, &mut w).await?;
+            let _ = w.flush();
+            return Ok(true);
+        }
+        Request::MrtInject(file) | Request::MrtRemove(file) => {
+            let reply: Injected = c.post(&path, &MrtFile { file }).await?;
+            if json {
+                serde_json::to_string_pretty(&reply)? + "\n"
+            } else {
+                render::injected(std::slice::from_ref(&reply))
+            }
+        }
         Request::FibVerify => {
             let v: FibVerify = c.get(&path).await?;
             well = v.differences.is_empty();
@@ -306,6 +341,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::Threads => render::threads(&c.get::<Threads>(&path).await?),
         Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
         Request::FibSummary => render::fib_summary(&c.get::<FibSummary>(&path).await?),
+        Request::MrtInjections => render::injected(&c.get::<Vec<Injected>>(&path).await?),
         Request::ForwardingTable(_) => {
             render::forwarding_table(&c.get::<Vec<ForwardingRoute>>(&path).await?)
         }

@@ -19,7 +19,12 @@ pub fn uptime(secs: f64) -> String {
 
 /// UNIX seconds as a UTC date and time.
 pub fn date(unix: f64) -> String {
-    let secs = unix.max(0.0) as i64;
+    let (year, month, day, h, m, s) = civil(unix.max(0.0) as i64);
+    format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02} UTC")
+}
+
+/// UNIX seconds as a UTC (year, month, day, hour, minute, second).
+pub fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
     let days = secs.div_euclid(86400);
     let rem = secs.rem_euclid(86400);
     // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
@@ -32,12 +37,7 @@ pub fn date(unix: f64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02} {:02}:{:02}:{:02} UTC",
-        rem / 3600,
-        rem / 60 % 60,
-        rem % 60
-    )
+    (year, month, day, rem / 3600, rem / 60 % 60, rem % 60)
 }
 
 fn seconds(s: f64) -> String {
@@ -734,6 +734,39 @@ pub fn fib_verify(v: &FibVerify) -> String {
         v.loc_rib_routes,
         v.kernel_routes
     );
+    o
+}
+
+/// `mrt injections` (and the answer to `mrt inject` / `mrt remove`).
+pub fn injected(v: &[Injected]) -> String {
+    let mut o = String::new();
+    if v.is_empty() {
+        o.push_str("No MRT file injected\n");
+    }
+    for i in v {
+        let _ = writeln!(
+            o,
+            "{}: {} routes from {} peers{}",
+            i.file,
+            i.routes,
+            i.peers.len(),
+            if i.skipped > 0 {
+                format!(
+                    ", {} entries skipped (attributes that do not parse)",
+                    i.skipped
+                )
+            } else {
+                String::new()
+            }
+        );
+        for p in &i.peers {
+            let _ = writeln!(
+                o,
+                "  {:<40} AS{:<10} peer index {}",
+                p.address, p.peer_as, p.peer_index
+            );
+        }
+    }
     o
 }
 

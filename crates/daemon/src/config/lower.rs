@@ -8,6 +8,39 @@ use ribshard_engine::PeerSettings;
 use ribshard_policy::Chain;
 use std::sync::Arc;
 
+/// The settings a peer index reserved for a source of routes that is not a session is shown
+/// with (originated networks, an injected MRT peer): its address, AS and a description.
+pub fn local_settings(
+    c: &Config,
+    address: std::net::IpAddr,
+    asn: u32,
+    description: String,
+) -> PeerSettings {
+    PeerSettings {
+        address,
+        port: 0,
+        local_address: None,
+        local_as: c.local_as,
+        peer_as: asn,
+        router_id: c.router_id,
+        internal: asn == c.local_as,
+        hold_time: 0,
+        connect_retry_time: 0,
+        send_hold_time: 0,
+        passive: true,
+        authentication_key: None,
+        ttl_security: None,
+        multihop: false,
+        families: Vec::new(),
+        prefix_limits: [None, None],
+        role: None,
+        add_path_receive: false,
+        add_path_send: false,
+        description,
+        routing: Routing::default(),
+    }
+}
+
 /// The session settings of a neighbor.
 pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
     PeerSettings {

@@ -8,9 +8,10 @@ mod lower;
 mod resolve;
 mod schema;
 
-pub use lower::{pipeline_config, settings, threads_of};
+pub use lower::{local_settings, pipeline_config, settings, threads_of};
 pub use resolve::{
-    Config, Family, GroupType, Management, Peer, PrefixLimit, Threading, DEFAULT_SOCKET,
+    community, parse_prefix, Config, Family, GroupType, Management, MrtConfig, Originate, Peer,
+    PrefixLimit, Threading, When, DEFAULT_SOCKET,
 };
 pub use schema::Raw;
 

@@ -110,6 +110,52 @@ pub struct Config {
     pub fib: Option<ribshard_fib::FibConfig>,
     /// `[bgp.resolution]`; `None`: every next hop is reachable at IGP cost 0.
     pub resolution: Option<ribshard_fib::ResolveConfig>,
+    /// `[[bgp.originate]]`.
+    pub originate: Vec<Originate>,
+    /// `[mrt]`.
+    pub mrt: MrtConfig,
+}
+
+/// When an originated network is advertised.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum When {
+    Always,
+    /// While a route of another protocol equal to or covering it is in the kernel.
+    CoveringRoute,
+}
+
+/// A network we originate (`[[bgp.originate]]`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Originate {
+    pub prefix: ribshard_wire::Prefix,
+    pub when: When,
+    pub next_hop: Option<IpAddr>,
+    pub med: Option<u32>,
+    pub local_preference: Option<u32>,
+    pub origin: ribshard_wire::Origin,
+    pub communities: Vec<u32>,
+}
+
+/// `[mrt]`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MrtConfig {
+    pub inject: Vec<std::path::PathBuf>,
+    pub updates: Option<String>,
+    pub rotate_size: Option<u64>,
+    pub rotate_interval: Option<u32>,
+}
+
+/// A community as written: "A:B" (16 bits each) or a well-known name (RFC 1997, RFC 7999).
+pub fn community(s: &str) -> Option<u32> {
+    match s {
+        "no-export" => return Some(0xFFFF_FF01),
+        "no-advertise" => return Some(0xFFFF_FF02),
+        "no-export-subconfed" | "local-as" => return Some(0xFFFF_FF03),
+        "blackhole" => return Some(0xFFFF_029A),
+        _ => {}
+    }
+    let (a, b) = s.split_once(':')?;
+    Some((u32::from(a.parse::<u16>().ok()?) << 16) | u32::from(b.parse::<u16>().ok()?))
 }
 
 /// The compiled policies of a configuration: equal when every policy is defined alike
@@ -321,6 +367,16 @@ fn check_neighbor_address(
             0,
             "is not a port a neighbor can listen on (1 to 65535)",
         );
+    }
+}
+
+/// "a.b.c.d/len" or an IPv6 prefix.
+pub fn parse_prefix(s: &str) -> Option<ribshard_wire::Prefix> {
+    let (a, l) = s.split_once('/')?;
+    let len: u8 = l.parse().ok()?;
+    match a.parse::<IpAddr>().ok()? {
+        IpAddr::V4(a) => ribshard_wire::Prefix::v4(a, len),
+        IpAddr::V6(a) => ribshard_wire::Prefix::v6(a, len),
     }
 }
 
@@ -574,6 +630,132 @@ fn resolve_into(
         );
     }
 
+    let mut originate = Vec::new();
+    for (i, o) in bgp.originate.iter().flatten().enumerate() {
+        let k = format!("bgp.originate[{i}]");
+        let prefix = match &o.prefix {
+            None => {
+                errs.push((format!("{k}.prefix"), ErrorKind::Missing));
+                continue;
+            }
+            Some(p) => match parse_prefix(p) {
+                Some(x) => x,
+                None => {
+                    invalid(
+                        &mut errs,
+                        format!("{k}.prefix"),
+                        format!("\"{p}\""),
+                        "is not a prefix (as \"192.0.2.0/24\" or \"2001:db8::/32\")",
+                    );
+                    continue;
+                }
+            },
+        };
+        if prefix != prefix.masked() {
+            invalid(
+                &mut errs,
+                format!("{k}.prefix"),
+                prefix,
+                "has host bits set (write the network's address)",
+            );
+        }
+        let when = match o.when.as_deref() {
+            None | Some("covering-route") => When::CoveringRoute,
+            Some("always") => When::Always,
+            Some(w) => {
+                invalid(
+                    &mut errs,
+                    format!("{k}.when"),
+                    format!("\"{w}\""),
+                    "is not \"covering-route\" or \"always\"",
+                );
+                When::Always
+            }
+        };
+        let origin = match o.origin.as_deref() {
+            None | Some("igp") => ribshard_wire::Origin::Igp,
+            Some("egp") => ribshard_wire::Origin::Egp,
+            Some("incomplete") => ribshard_wire::Origin::Incomplete,
+            Some(x) => {
+                invalid(
+                    &mut errs,
+                    format!("{k}.origin"),
+                    format!("\"{x}\""),
+                    "is not \"igp\", \"egp\" or \"incomplete\"",
+                );
+                ribshard_wire::Origin::Igp
+            }
+        };
+        if let Some(nh) = o.next_hop {
+            if nh.is_unspecified() || nh.is_multicast() {
+                invalid(
+                    &mut errs,
+                    format!("{k}.next-hop"),
+                    nh,
+                    "is not a usable next hop",
+                );
+            }
+        }
+        let mut communities = Vec::new();
+        for (j, c) in o.communities.iter().flatten().enumerate() {
+            match community(c) {
+                Some(v) => communities.push(v),
+                None => invalid(&mut errs, format!("{k}.communities[{j}]"), format!("\"{c}\""), "is not a community (\"65000:100\", or a well-known name such as \"no-export\")"),
+            }
+        }
+        originate.push(Originate {
+            prefix: prefix.masked(),
+            when,
+            next_hop: o.next_hop,
+            med: o.med,
+            local_preference: o.local_preference,
+            origin,
+            communities,
+        });
+    }
+    let m = raw.mrt.clone().unwrap_or_default();
+    if m.rotate_size == Some(0) {
+        invalid(
+            &mut errs,
+            "mrt.rotate-size".into(),
+            0,
+            "must be at least 1 octet",
+        );
+    }
+    if m.rotate_interval == Some(0) {
+        invalid(
+            &mut errs,
+            "mrt.rotate-interval".into(),
+            0,
+            "must be at least 1 second",
+        );
+    }
+    if (m.rotate_size.is_some() || m.rotate_interval.is_some()) && m.updates.is_none() {
+        invalid(
+            &mut errs,
+            "mrt.updates".into(),
+            "nothing",
+            "is needed to rotate (the file name)",
+        );
+    }
+    for (i, f) in m.inject.iter().flatten().enumerate() {
+        if !f.exists() {
+            errs.push((
+                format!("mrt.inject[{i}]"),
+                ErrorKind::Invalid {
+                    value: f.display().to_string(),
+                    why: "does not exist",
+                },
+            ));
+        }
+    }
+    let mrt = MrtConfig {
+        inject: m.inject.unwrap_or_default(),
+        updates: m.updates,
+        rotate_size: m.rotate_size,
+        rotate_interval: m.rotate_interval,
+    };
+
     let mut peers = Vec::new();
     let mut group_names: HashMap<String, String> = HashMap::new();
     let mut neighbors: HashMap<(IpAddr, u16), String> = HashMap::new();
@@ -790,6 +972,8 @@ fn resolve_into(
             peers,
             fib,
             resolution,
+            originate,
+            mrt,
         })
     } else {
         Err(errs)

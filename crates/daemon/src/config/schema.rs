@@ -80,6 +80,8 @@ pub struct Raw {
     pub management: Option<Management>,
     /// Writing the best paths into a kernel table; absent: nothing is written.
     pub fib: Option<Fib>,
+    /// MRT files: a RIB injected at start, the log of received messages.
+    pub mrt: Option<Mrt>,
     /// Routing policy (Junos `policy-options`).
     pub policy_options: Option<ribshard_policy::PolicyOptions>,
 }
@@ -108,8 +110,47 @@ with_peer_settings! {
         multipath: Option<Multipath>,
         update_delay: Option<UpdateDelay>,
         resolution: Option<Resolution>,
+        originate: Option<Vec<Originate>>,
         group: Option<Vec<Group>>,
     }
+}
+
+/// `[[bgp.originate]]`: a network we advertise, as if learned from a neighbor of our own
+/// AS with an empty AS_PATH (eBGP peers see our AS; the decision process prefers it to any
+/// learned path of the same LOCAL_PREF).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Originate {
+    /// The prefix, as "192.0.2.0/24".
+    pub prefix: Option<String>,
+    /// "covering-route" (default): advertised while a route of another protocol equal to
+    /// or covering it (not a default route) is in the kernel's tables; "always".
+    pub when: Option<String>,
+    /// The next hop it carries; default none: each neighbor gets our own address.
+    pub next_hop: Option<IpAddr>,
+    pub med: Option<u32>,
+    pub local_preference: Option<u32>,
+    /// "igp" (default), "egp" or "incomplete".
+    pub origin: Option<String>,
+    /// Communities it carries, as "65000:100" or a well-known name ("no-export").
+    pub communities: Option<Vec<String>>,
+}
+
+/// `[mrt]`: routing data in MRT files (RFC 6396).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Mrt {
+    /// TABLE_DUMP_V2 RIB files injected at start, each of their peers entering the
+    /// pipeline as a neighbor (`ribshard mrt inject` does it at run time).
+    pub inject: Option<Vec<std::path::PathBuf>>,
+    /// The BGP4MP log of every received message and state change, as route collectors
+    /// write; strftime fields (%Y %m %d %H %M %S) in the name name each file.
+    pub updates: Option<String>,
+    /// Start a new file past this many octets. Default: no limit.
+    pub rotate_size: Option<u64>,
+    /// Start a new file every this many seconds (aligned to the clock, as collectors
+    /// do: 900 gives :00, :15, :30, :45). Default: no interval.
+    pub rotate_interval: Option<u32>,
 }
 
 /// `[fib]`: the best paths written into a kernel routing table, in bulk, through nexthop

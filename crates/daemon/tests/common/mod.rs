@@ -1,6 +1,8 @@
 //! Helpers of the interop tests: real daemons as child processes, killed on drop.
 #![allow(dead_code)]
 
+pub mod lab;
+
 use ribshard_mrt::{Bgp4mpBody, Record};
 use ribshard_wire::{decode, Message, PathAttributes, Prefix};
 use std::collections::{BTreeMap, BTreeSet};

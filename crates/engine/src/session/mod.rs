@@ -352,6 +352,27 @@ impl Sessions {
         Ok(i)
     }
 
+    /// Reserves a peer index for a source of routes that is not a session (originated
+    /// networks, an injected RIB: [`crate::local::LocalSource`]): no session runs under it
+    /// and none is given it. Its handle stays Idle, with `settings` (a description and the
+    /// source's AS) for logs.
+    pub fn reserve(&mut self, settings: PeerSettings) -> usize {
+        let i = self.peers.len();
+        // A handle with nothing behind it: its control channel's other end is gone, its
+        // status never changes, its task is done.
+        let (tx, _) = mpsc::channel(1);
+        let (_, status) = watch::channel(SessionStatus::default());
+        self.peers.push(SessionHandle {
+            settings,
+            tx,
+            status,
+            counters: Arc::default(),
+            output: Arc::default(),
+            task: tokio::spawn(async {}),
+        });
+        i
+    }
+
     /// Ends the session of a neighbor that a configuration reload removed or changed: Cease
     /// with `subcode` (RFC 4486: Peer De-configured, or Other Configuration Change), its
     /// routes leave the pipeline, connections from its address are no longer taken for it,
