@@ -81,6 +81,8 @@ pub struct Topology {
     /// BIRD keeps an import table (its Adj-RIB-In), so that a changed import filter is
     /// applied again without a route refresh, as ribshard does (`--policy-change`).
     pub import_table: bool,
+    /// The DUT writes its best paths to the kernel's main table (`--fib`).
+    pub fib: bool,
 }
 
 impl Topology {
@@ -461,6 +463,14 @@ pub fn memory(pid: u32) -> (u64, u64) {
     (kb("VmRSS:"), kb("VmHWM:"))
 }
 
+/// Whether a kernel route (of any protocol) covers `addr` here (`ip route get`).
+fn kernel_resolves(addr: &str) -> bool {
+    Command::new("ip")
+        .args(["route", "get", addr])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     let mut s = String::new();
     let _ = writeln!(
@@ -471,6 +481,15 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
          [bgp.update-threading]\nnumber-of-threads = {}",
         t.port, t.hold, threads.shards, threads.update_threads
     );
+    // ribshard resolves next hops through the kernel's tables only (BIRD gets a static route
+    // for them below, as an IGP would give it). The upstreams' 198.51.100.x are on no network
+    // of the bench's; on a host with a default route they resolve through it, as they do in
+    // `--fib`'s namespace through its link. Elsewhere every path would be hidden: say so and
+    // let every next hop count as reachable.
+    if !t.fib && !kernel_resolves("198.51.100.1") {
+        tracing::warn!("no route of this host covers 198.51.100.1: ribshard runs with bgp.resolution off");
+        s.push_str("[bgp.resolution]\nenabled = false\n");
+    }
     for g in t.groups() {
         let first = t.members(g).next();
         let (sends, receives) = first.map(|n| (n.sends, n.receives)).unwrap_or_default();
@@ -511,6 +530,9 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     if let Some(f) = t.policy {
         s.push_str(&crate::policy::ribshard(f));
     }
+    if t.fib {
+        s.push_str("\n[fib]\ntable = 254\n");
+    }
     let _ = writeln!(
         s,
         "\n[management]\nsocket = \"{}\"",
@@ -527,6 +549,14 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
     );
     if let Some(f) = t.policy {
         s.push_str(&crate::policy::bird(f));
+    }
+    if t.fib {
+        // Best paths to the kernel's main table; the next hops resolve through the connected
+        // networks BIRD learns (multihop eBGP resolves them recursively).
+        s.push_str(
+            "protocol direct { ipv4; }\n\
+             protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }\n",
+        );
     }
     if t.role == Role::Reflector {
         // iBGP next hops are resolved recursively (RFC 4271 section 5.1.3); make the

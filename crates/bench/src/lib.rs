@@ -13,6 +13,7 @@
 
 pub mod chart;
 pub mod dut;
+pub mod kernel;
 pub mod policy;
 pub mod relay;
 pub mod report;

@@ -75,6 +75,12 @@ enum Command {
         /// (BIRD keeps an import table for it, as ribshard keeps its Adj-RIB-In).
         #[arg(long, requires = "policy")]
         policy_change: bool,
+        /// The DUT writes its best paths to the kernel's main table (ribshard `[fib]`, BIRD's
+        /// kernel protocol), and the clock runs until the table is complete: run inside a
+        /// network namespace where the upstreams' next hops (198.51.100.1, .2) are on a link
+        /// (`scripts/bench-fib` makes one). ribshard and bird2.
+        #[arg(long)]
+        fib: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -163,6 +169,7 @@ fn main() -> ExitCode {
             show,
             policy,
             policy_change,
+            fib,
         } => {
             let opts = Options {
                 scenario,
@@ -184,6 +191,7 @@ fn main() -> ExitCode {
                 operator_view: show,
                 policy,
                 policy_change,
+                fib,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

@@ -59,6 +59,18 @@ pub fn one_line(r: &RunResult) -> String {
     if r.policy {
         s.push_str("  with policy");
     }
+    if let Some(f) = r.fib_s {
+        let _ = write!(
+            s,
+            "  kernel table complete {f:.3} s ({} routes{})",
+            r.fib_routes.unwrap_or(0),
+            if r.fib_lost {
+                ", notifications lost"
+            } else {
+                ""
+            }
+        );
+    }
     if let Some(c) = &r.policy_change {
         let _ = write!(
             s,
@@ -133,6 +145,9 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         relay_cpu_s: None,
         policy: opts.policy,
         policy_change: None,
+        fib_s: None,
+        fib_routes: None,
+        fib_lost: false,
     }
 }
 
@@ -245,6 +260,7 @@ pub fn run_matrix<E>(
                 through_bird: false,
                 policy: false,
                 policy_change: false,
+                fib: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

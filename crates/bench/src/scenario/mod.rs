@@ -135,6 +135,8 @@ pub struct Options {
     /// With `policy`: once converged, reload with [`crate::policy::Filter::CHANGED`] and time
     /// the downstream's re-convergence, sessions kept.
     pub policy_change: bool,
+    /// The DUT writes the kernel's main table; the clock runs until it is complete.
+    pub fib: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -156,6 +158,10 @@ pub enum BenchError {
     NoRelay(&'static str),
     #[error("--policy and --policy-change run with ribshard and bird2 on full-table or two-full-tables, not {0}")]
     NoPolicy(String),
+    #[error("--fib runs with ribshard and bird2, not {0}")]
+    NoFib(&'static str),
+    #[error("--fib: cannot listen to the kernel's route notifications: {0}")]
+    Kernel(std::io::Error),
 }
 
 /// One run, as `--json` writes it.
@@ -226,6 +232,15 @@ pub struct RunResult {
     /// `--policy-change`: the reload that followed convergence.
     #[serde(default)]
     pub policy_change: Option<PolicyChange>,
+    /// `--fib`: from the first UPDATE sent to the DUT's last route written in the kernel's
+    /// main table (read from the kernel), and the routes it holds then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fib_s: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fib_routes: Option<u64>,
+    /// Kernel notifications were lost while counting: `fib_routes` may be short.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub fib_lost: bool,
     #[serde(default)]
     pub receivers: Vec<Received>,
 }
@@ -382,6 +397,9 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
             opts.scenario.name()
         )));
     }
+    if opts.fib && crate::kernel::protocol_of(opts.dut).is_none() {
+        return Err(BenchError::NoFib(opts.dut.name()));
+    }
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
     if opts.print_config {
         let text = std::fs::read_to_string(&dut.config).unwrap_or_default();
@@ -461,11 +479,42 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
             .map(|r| crate::dut::cpu_seconds(r.pid()))
             .sum()
     };
+    // Listening before the clock: every route the DUT writes from here on is counted.
+    let kernel = match opts
+        .fib
+        .then(|| crate::kernel::protocol_of(opts.dut))
+        .flatten()
+    {
+        Some(p) => Some(crate::kernel::KernelRoutes::watch(p).map_err(BenchError::Kernel)?),
+        None => None,
+    };
     perf_control("enable");
     let (cpu0, gen0, t0) = (dut.cpu_seconds(), crate::dut::own_cpu_seconds(), now_ns());
     let relay0 = relay_cpu();
     let clock = Clock { t0, quiet, timeout };
     let mut phase = timed_phase(plan, &sessions, &senders, &receivers, clock, dut)?;
+    // --fib: the kernel's table is complete when it holds every prefix the downstream was
+    // sent and the DUT has written nothing for the quiet period.
+    let fib = match (&kernel, phase.converged) {
+        (Some(k), true) => {
+            let want = receivers
+                .first()
+                .and_then(|i| plan.expected.get(*i)?.as_ref())
+                .map_or(0, crate::speaker::Bits::count) as usize;
+            let deadline = now_ns() + timeout.as_nanos() as u64;
+            loop {
+                std::thread::sleep(Duration::from_millis(5));
+                let (n, last, now) = (k.count(), k.last_ns(), now_ns());
+                if n == want && now.saturating_sub(last) >= quiet.as_nanos() as u64 {
+                    break Some(((last.max(t0) - t0) as f64 / 1e9, n as u64, true));
+                }
+                if now > deadline {
+                    break Some(((now - t0) as f64 / 1e9, n as u64, false));
+                }
+            }
+        }
+        _ => None,
+    };
     perf_control("disable");
     let show_loops = load.map(crate::show::Load::stop);
     let (mut cpu, mut gen) = (
@@ -593,6 +642,11 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     }
     let problem = if learned_problem.is_some() {
         learned_problem
+    } else if let Some((_, n, false)) = fib {
+        Some(format!(
+            "the kernel's table did not complete: {n} routes of the DUT's after {} s",
+            timeout.as_secs()
+        ))
     } else if converged {
         check(plan, expected, &sessions, &watch)
     } else {
@@ -698,6 +752,9 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         relay_cpu_s,
         policy: opts.policy,
         policy_change,
+        fib_s: fib.map(|f| f.0),
+        fib_routes: fib.map(|f| f.1),
+        fib_lost: kernel.as_ref().is_some_and(|k| k.lost()),
     };
     Ok((r, base_rss))
 }

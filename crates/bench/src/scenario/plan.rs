@@ -246,6 +246,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             neighbors,
             policy: opts.policy.then_some(Filter::FIRST),
             import_table: opts.policy_change,
+            fib: opts.fib,
         },
         feeds,
         expected,
