@@ -487,7 +487,9 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     // `--fib`'s namespace through its link. Elsewhere every path would be hidden: say so and
     // let every next hop count as reachable.
     if !t.fib && !kernel_resolves("198.51.100.1") {
-        tracing::warn!("no route of this host covers 198.51.100.1: ribshard runs with bgp.resolution off");
+        tracing::warn!(
+            "no route of this host covers 198.51.100.1: ribshard runs with bgp.resolution off"
+        );
         s.push_str("[bgp.resolution]\nenabled = false\n");
     }
     for g in t.groups() {

@@ -87,6 +87,10 @@ impl Originator {
         let thread = std::thread::Builder::new()
             .name("rs-originate".into())
             .spawn(move || {
+                let work = ribshard_engine::telemetry::register(
+                    ribshard_engine::telemetry::ThreadKind::Local,
+                    peer as usize,
+                );
                 let info = PeerInfo {
                     ebgp: true,
                     router_id: u32::from(router_id),
@@ -157,6 +161,7 @@ impl Originator {
                     source.flush();
                     *shared.lock().unwrap_or_else(|e| e.into_inner()) =
                         list.iter().map(|(o, _)| o.clone()).collect();
+                    work.item(std::time::Duration::ZERO);
                 }
                 source.down();
             })

@@ -100,6 +100,12 @@ pub enum ThreadKind {
     Main,
     /// The management API and its sampler (`rs-mgmt`, at nice +10).
     Management,
+    /// The kernel watcher (`rs-kernel`): next-hop resolution's view of the kernel's tables.
+    Kernel,
+    /// The FIB writer (`rs-fib`).
+    Fib,
+    /// A source of routes that is not a session (`rs-originate`).
+    Local,
 }
 
 impl ThreadKind {
@@ -111,6 +117,9 @@ impl ThreadKind {
             ThreadKind::Ticker => "ticker",
             ThreadKind::Main => "main",
             ThreadKind::Management => "mgmt",
+            ThreadKind::Kernel => "kernel",
+            ThreadKind::Fib => "fib",
+            ThreadKind::Local => "local",
         }
     }
 }

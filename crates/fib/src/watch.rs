@@ -224,6 +224,8 @@ struct Watcher {
 
 impl Watcher {
     fn run(&mut self, stop: &AtomicBool) {
+        let work =
+            ribshard_engine::telemetry::register(ribshard_engine::telemetry::ThreadKind::Kernel, 0);
         while !stop.load(Ordering::Acquire) {
             let wait = match (self.dirty, self.resync_at) {
                 (_, Some(at)) => at.saturating_duration_since(Instant::now()),
@@ -257,7 +259,9 @@ impl Watcher {
             }
             let large = self.master.routes() > LARGE;
             if self.dirty && (!large || self.last_publish.elapsed() >= LARGE_PUBLISH_EVERY) {
+                let began = Instant::now();
                 self.publish();
+                work.item(began.elapsed());
             }
         }
     }

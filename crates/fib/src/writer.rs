@@ -27,6 +27,7 @@ use crate::objects::{Objects, Target, Want, Written};
 use crate::stats::FibStats;
 use hashbrown::{HashMap, HashSet};
 use ribshard_engine::pipeline::Passed;
+use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_wire::Prefix;
 use std::collections::VecDeque;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender};
@@ -353,9 +354,12 @@ impl Writer {
 
     /// Runs until told to stop (or every sender is gone).
     pub fn run(mut self, rx: Receiver<FibInput>) {
+        let work = register(ThreadKind::Fib, 0);
         loop {
             let wait = self.wait();
-            match rx.recv_timeout(wait) {
+            let msg = rx.recv_timeout(wait);
+            let began = Instant::now();
+            match msg {
                 Ok(FibInput::Stop) => return self.stop(),
                 Ok(m) => self.handle(m),
                 Err(RecvTimeoutError::Timeout) => {}
@@ -385,6 +389,7 @@ impl Writer {
                     let _ = s.send(());
                 }
             }
+            work.item(began.elapsed());
         }
     }
 

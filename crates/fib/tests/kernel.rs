@@ -368,3 +368,69 @@ fn an_unreachable_next_hop_installs_nothing_until_it_resolves() {
         drop(r.watch);
     });
 }
+
+/// ECMP at SONiC's scale: 512 next-hop sets of 32 next hops, 256 of 64, 128 of 128, each a
+/// kernel group of that many leaves (one per next hop: 128 gateways on one link), with a
+/// route naming each; then every route withdrawn and every object gone.
+#[test]
+fn ecmp_groups_at_sonic_scale() {
+    in_netns(|| {
+        links();
+        let r = start(FibConfig::default());
+        release(&r);
+        let gw = |i: u32| format!("10.0.0.{}", 2 + i);
+        let mut changes = Vec::new();
+        let mut shape = Vec::new();
+        for (sets, width) in [(512u32, 32u32), (256, 64), (128, 128)] {
+            for s in 0..sets {
+                // Sets differ by where their run of `width` gateways starts (and by width).
+                let nhs: Vec<String> = (0..width).map(|k| gw((s + k) % 128)).collect();
+                let refs: Vec<&str> = nhs.iter().map(String::as_str).collect();
+                let prefix = p(changes.len() as u32);
+                changes.push(FibChange {
+                    prefix,
+                    want: to(&refs),
+                });
+                shape.push((prefix, width as usize));
+            }
+        }
+        let n = changes.len();
+        send(&r, changes);
+        assert!(r.fib.sync(Duration::from_secs(60)));
+        assert_eq!(our_routes().len(), n);
+        assert_eq!(stat(&r, |s| &s.errors), 0, "the kernel refused none");
+        assert_eq!(stat(&r, |s| &s.leaves), 128, "a leaf per gateway");
+        // Each route's group holds its set's leaves (as `ip` reads the kernel).
+        let groups: std::collections::HashMap<u64, usize> = {
+            let out = ip("-json nexthop show");
+            let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+            v.as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|o| Some((o["id"].as_u64()?, o["group"].as_array()?.len())))
+                .collect()
+        };
+        let routes: std::collections::HashMap<String, u64> = our_routes()
+            .into_iter()
+            .filter_map(|(dst, id)| Some((dst, id?)))
+            .collect();
+        for (prefix, width) in &shape {
+            let id = routes[&prefix.to_string()];
+            assert_eq!(groups.get(&id), Some(width), "{prefix}");
+        }
+        send(
+            &r,
+            shape
+                .iter()
+                .map(|(prefix, _)| FibChange {
+                    prefix: *prefix,
+                    want: None,
+                })
+                .collect(),
+        );
+        assert!(r.fib.sync(Duration::from_secs(60)));
+        assert!(our_routes().is_empty());
+        assert!(ip("nexthop show").trim().is_empty(), "every object deleted");
+        drop(r.watch);
+    });
+}

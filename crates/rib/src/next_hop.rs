@@ -93,10 +93,6 @@ impl NextHops {
         }
     }
 
-    pub(crate) fn resolver(&self) -> Option<&std::sync::Arc<dyn Resolver>> {
-        self.resolver.as_ref()
-    }
-
     /// A live path through `attrs` arrived at position `at`.
     #[inline]
     pub(crate) fn add_path(&mut self, attrs: &RouteAttrs, at: Handle) {
@@ -223,15 +219,6 @@ impl NextHops {
             .collect();
         v.sort_by_key(|x| x.0);
         v
-    }
-
-    /// Heap octets of the position bitmaps (memory accounting).
-    pub(crate) fn index_bytes(&self) -> usize {
-        self.slots
-            .iter()
-            .flatten()
-            .map(|s| s.at.serialized_size())
-            .sum()
     }
 }
 

@@ -366,19 +366,9 @@ impl Shard {
         }
     }
 
-    /// The resolver this shard asks, if any.
-    pub fn resolver(&self) -> Option<&Arc<dyn Resolver>> {
-        self.next_hops.resolver()
-    }
-
     /// The next hops of this shard's paths: each with its last resolution and live paths.
     pub fn next_hops(&self) -> Vec<(std::net::IpAddr, Resolution, u32)> {
         self.next_hops.list()
-    }
-
-    /// Heap octets of the next-hop index (where each next hop's paths are).
-    pub fn next_hop_index_bytes(&self) -> usize {
-        self.next_hops.index_bytes()
     }
 
     /// Resolution may have changed (the resolver published a new answer): asks again for
