@@ -481,11 +481,12 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
          [bgp.update-threading]\nnumber-of-threads = {}",
         t.port, t.hold, threads.shards, threads.update_threads
     );
-    // ribshard resolves next hops through the kernel's tables only (BIRD gets a static route
-    // for them below, as an IGP would give it). The upstreams' 198.51.100.x are on no network
-    // of the bench's; on a host with a default route they resolve through it, as they do in
-    // `--fib`'s namespace through its link. Elsewhere every path would be hidden: say so and
-    // let every next hop count as reachable.
+    // ribshard resolves next hops through the kernel's tables only. The upstreams' next hops
+    // (the real tables' own, or 198.51.100.x) are on no network of the bench's; on a host
+    // with a default route they resolve through it, as they do in `--fib`'s namespace
+    // through its default route on a link (BIRD gets that route as a static one below).
+    // Elsewhere every path would be hidden: say so and let every next hop count as
+    // reachable.
     if !t.fib && !kernel_resolves("198.51.100.1") {
         tracing::warn!(
             "no route of this host covers 198.51.100.1: ribshard runs with bgp.resolution off"
@@ -552,18 +553,26 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
     if let Some(f) = t.policy {
         s.push_str(&crate::policy::bird(f));
     }
+    // The table BGP resolves next hops through: with `--fib`, a table of its own, so the
+    // routes that stand for the IGP are neither exported to BGP peers nor to the kernel.
+    let igp = if t.fib { "igp4" } else { "master4" };
     if t.fib {
-        // Best paths to the kernel's main table; the next hops resolve through the connected
-        // networks BIRD learns (multihop eBGP resolves them recursively).
+        // Best paths to the kernel's main table; the next hops resolve recursively (multihop
+        // eBGP) through the namespace's default route, which ribshard reads from the kernel
+        // and BIRD is given as a static route.
         s.push_str(
-            "protocol direct { ipv4; }\n\
+            "ipv4 table igp4;\n\
+             protocol static { ipv4 { table igp4; }; route 0.0.0.0/0 via 198.51.100.1; }\n\
              protocol kernel { ipv4 { import none; export where source = RTS_BGP; }; }\n",
         );
     }
     if t.role == Role::Reflector {
         // iBGP next hops are resolved recursively (RFC 4271 section 5.1.3); make the
         // sources' next hops resolvable, as an IGP would.
-        s.push_str("protocol static { ipv4; route 198.51.100.0/24 via \"lo\"; }\n");
+        let _ = writeln!(
+            s,
+            "protocol static {{ ipv4 {{ table {igp}; }}; route 198.51.100.0/24 via \"lo\"; }}"
+        );
     }
     for (i, n) in t.neighbors.iter().enumerate() {
         let common = format!(
@@ -609,7 +618,7 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
         };
         let _ = writeln!(
             s,
-            "protocol bgp n{i} {{ {common} {role} ipv4 {{ {channel} }}; }}"
+            "protocol bgp n{i} {{ {common} {role} ipv4 {{ {channel} igp table {igp}; }}; }}"
         );
     }
     s

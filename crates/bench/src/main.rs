@@ -77,8 +77,9 @@ enum Command {
         policy_change: bool,
         /// The DUT writes its best paths to the kernel's main table (ribshard `[fib]`, BIRD's
         /// kernel protocol), and the clock runs until the table is complete: run inside a
-        /// network namespace where the upstreams' next hops (198.51.100.1, .2) are on a link
-        /// (`scripts/bench-fib` makes one). ribshard and bird2.
+        /// network namespace with a link on 198.51.100.0/24 and a default route via
+        /// 198.51.100.1, through which the upstreams' next hops resolve (`scripts/bench-fib`
+        /// makes one). ribshard and bird2.
         #[arg(long)]
         fib: bool,
     },

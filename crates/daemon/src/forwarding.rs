@@ -6,7 +6,7 @@
 use crate::config::Config;
 use ribshard_engine::pipeline::{Inputs, Pipeline};
 use ribshard_fib::watch::Listener;
-use ribshard_fib::{Fib, FibInput, KernelEvent, KernelView, KernelWatch, Published, ResolveConfig};
+use ribshard_fib::{Fib, KernelEvent, KernelView, KernelWatch, Published, ResolveConfig};
 use std::sync::{Arc, Mutex, OnceLock};
 
 /// Told when the kernel watcher publishes a new snapshot.
@@ -81,17 +81,7 @@ impl Forwarding {
                 }));
             }
             if let Some(f) = &fib {
-                let tx = Mutex::new(f.sender());
-                listeners.push(Box::new(move |e: &KernelEvent| {
-                    let m = match e {
-                        KernelEvent::Published { .. } => FibInput::Resolution,
-                        KernelEvent::OwnRoute { route, gone } => FibInput::Drift {
-                            route: route.clone(),
-                            gone: *gone,
-                        },
-                    };
-                    let _ = tx.lock().unwrap_or_else(|e| e.into_inner()).send(m);
-                }));
+                listeners.push(f.listener());
             }
             match KernelWatch::start(
                 published.clone(),

@@ -11,6 +11,7 @@ use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_mgmt::ServerConfig;
+use ribshard_mrt::Bgp4mpSession;
 use std::net::IpAddr;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -220,11 +221,14 @@ fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() as u32)
         .unwrap_or(0);
-    let local = |p: &PeerSettings| {
-        p.local_address.unwrap_or(match p.address {
+    let session = |p: &PeerSettings| Bgp4mpSession {
+        peer_as: p.peer_as,
+        local_as: config.local_as,
+        peer: p.address,
+        local: p.local_address.unwrap_or(match p.address {
             IpAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
             IpAddr::V6(_) => IpAddr::from([0u16; 8]),
-        })
+        }),
     };
     let written = match m {
         Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => Ok(()),
@@ -235,15 +239,7 @@ fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut
             } else {
                 (6, 1)
             };
-            log.state(
-                now,
-                p.peer_as,
-                config.local_as,
-                p.address,
-                local(p),
-                old,
-                new,
-            )
+            log.state(now, &session(p), old, new)
         }
         Inbound::Update {
             peer,
@@ -254,15 +250,7 @@ fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut
             // RFC 8050: messages with path identifiers get the ADDPATH subtype (it marks a
             // whole message, so a session with Add-Path in one family only is marked too).
             let add_path = params.add_path.iter().any(|&a| a);
-            log.message(
-                now,
-                p.peer_as,
-                config.local_as,
-                p.address,
-                local(p),
-                add_path,
-                &message,
-            )
+            log.message(now, &session(p), add_path, &message)
         }
     };
     if let Err(e) = written {

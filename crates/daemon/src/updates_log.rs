@@ -5,9 +5,8 @@
 //! with a time rotation, of the interval's start, so `updates.%Y%m%d.%H%M` every 900 s
 //! names files as RouteViews does.
 
-use ribshard_mrt::MrtWriter;
+use ribshard_mrt::{Bgp4mpSession, MrtWriter};
 use std::io::BufWriter;
-use std::net::IpAddr;
 use std::path::PathBuf;
 
 pub struct UpdatesLog {
@@ -155,36 +154,28 @@ impl UpdatesLog {
     }
 
     /// A received message (BGP4MP MESSAGE_AS4, or _ADDPATH).
-    #[allow(clippy::too_many_arguments)]
     pub fn message(
         &mut self,
         now: u32,
-        peer_as: u32,
-        local_as: u32,
-        peer: IpAddr,
-        local: IpAddr,
+        session: &Bgp4mpSession,
         add_path: bool,
         message: &[u8],
     ) -> std::io::Result<()> {
         let len = 12 + 16 + 32 + message.len() as u64;
         self.writer(now, len)?
-            .write_bgp4mp_message(now, peer_as, local_as, peer, local, add_path, message)
+            .write_bgp4mp_message(now, session, add_path, message)
     }
 
     /// A session's state change (RFC 4271 FSM states, 1 Idle to 6 Established).
-    #[allow(clippy::too_many_arguments)]
     pub fn state(
         &mut self,
         now: u32,
-        peer_as: u32,
-        local_as: u32,
-        peer: IpAddr,
-        local: IpAddr,
+        session: &Bgp4mpSession,
         old: u16,
         new: u16,
     ) -> std::io::Result<()> {
         self.writer(now, 12 + 16 + 32 + 4)?
-            .write_bgp4mp_state_change(now, peer_as, local_as, peer, local, old, new)
+            .write_bgp4mp_state_change(now, session, old, new)
     }
 
     pub fn flush(&mut self) -> std::io::Result<()> {
@@ -212,16 +203,18 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("ribshard-updates-log-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let pattern = format!("{}/u.%H%M%S", dir.display());
-        let peer = IpAddr::from([192, 0, 2, 1]);
-        let local = IpAddr::from([192, 0, 2, 2]);
+        let s = Bgp4mpSession {
+            peer_as: 1,
+            local_as: 2,
+            peer: std::net::IpAddr::from([192, 0, 2, 1]),
+            local: std::net::IpAddr::from([192, 0, 2, 2]),
+        };
         let msg = [0xffu8; 100];
         let mut log = UpdatesLog::new(pattern.clone(), None, Some(900));
         let t0 = 1_795_727_700u32; // 21:15:00
-        log.message(t0 + 10, 1, 2, peer, local, false, &msg)
-            .unwrap();
-        log.state(t0 + 20, 1, 2, peer, local, 6, 1).unwrap();
-        log.message(t0 + 900, 1, 2, peer, local, false, &msg)
-            .unwrap();
+        log.message(t0 + 10, &s, false, &msg).unwrap();
+        log.state(t0 + 20, &s, 6, 1).unwrap();
+        log.message(t0 + 900, &s, false, &msg).unwrap();
         log.flush().unwrap();
         let mut names: Vec<String> = std::fs::read_dir(&dir)
             .unwrap()
@@ -238,7 +231,7 @@ mod tests {
         assert_eq!(kinds, [4, 5]);
         let mut log = UpdatesLog::new(format!("{}/s", dir.display()), Some(350), None);
         for i in 0..5 {
-            log.message(t0 + i, 1, 2, peer, local, false, &msg).unwrap();
+            log.message(t0 + i, &s, false, &msg).unwrap();
         }
         log.flush().unwrap();
         let sized: Vec<_> = std::fs::read_dir(&dir)

@@ -47,31 +47,13 @@ fn bird_config(link: u8, asn: u32, routes: &[String], nh4: &str, nh6: &str) -> S
 
 /// ribshard (AS 65001) with `[fib]`; `groups`: the group tables.
 fn ribshard_in(ns: &Netns, dir: &Path, extra: &str, groups: &str) -> Proc {
-    let conf = dir.join("ribshard.toml");
-    std::fs::write(
-        &conf,
-        format!(
+    ns.ribshard(
+        dir,
+        &format!(
             "[bgp]\nlocal-as = 65001\nrouter-id = \"10.255.0.1\"\nlisten = [\"0.0.0.0:179\"]\n\
-             {extra}\n[fib]\ntable = 254\n{groups}\n[management]\nsocket = \"{}\"\n",
-            socket(dir).display()
+             {extra}\n[fib]\ntable = 254\n{groups}\n"
         ),
     )
-    .unwrap();
-    let _ = std::fs::remove_file(dir.join("ribshard.log"));
-    let p = ns
-        .command(env!("CARGO_BIN_EXE_ribshard"))
-        .args(["run", "--config"])
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
-        .spawn()
-        .expect("start ribshard");
-    let mut p = Proc(p);
-    let started = wait(30, || {
-        log_of(dir).contains("ribshard running") || matches!(p.0.try_wait(), Ok(Some(_)))
-    });
-    assert!(started, "ribshard did not start:\n{}", log_of(dir));
-    p
 }
 
 /// A group with one neighbor, at 10.`link`.0.2, whose routes are accepted; it is sent

@@ -10,7 +10,7 @@ use common::lab::*;
 use common::*;
 use std::collections::BTreeMap;
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 fn cli(dir: &Path, args: &[&str]) -> (bool, String) {
     let out = Command::new(env!("CARGO_BIN_EXE_ribshard"))
@@ -27,30 +27,12 @@ fn cli(dir: &Path, args: &[&str]) -> (bool, String) {
 
 /// ribshard in `ns` (AS 65001) with this configuration after `[bgp]`'s first lines.
 fn ribshard_ns(ns: &Netns, dir: &Path, rest: &str) -> Proc {
-    let conf = dir.join("ribshard.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "[bgp]\nlocal-as = 65001\nrouter-id = \"10.255.0.1\"\nlisten = [\"0.0.0.0:179\"]\n{rest}\n\
-             [management]\nsocket = \"{}\"\n",
-            socket(dir).display()
+    ns.ribshard(
+        dir,
+        &format!(
+            "[bgp]\nlocal-as = 65001\nrouter-id = \"10.255.0.1\"\nlisten = [\"0.0.0.0:179\"]\n{rest}\n"
         ),
     )
-    .unwrap();
-    let p = ns
-        .command(env!("CARGO_BIN_EXE_ribshard"))
-        .args(["run", "--config"])
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
-        .spawn()
-        .expect("start ribshard");
-    let mut p = Proc(p);
-    let started = wait(30, || {
-        log_of(dir).contains("ribshard running") || matches!(p.0.try_wait(), Ok(Some(_)))
-    });
-    assert!(started, "ribshard did not start:\n{}", log_of(dir));
-    p
 }
 
 const DOWNSTREAM: &str =

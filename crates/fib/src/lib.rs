@@ -95,16 +95,20 @@ impl Fib {
         self.no_install.store(Arc::new(peers));
     }
 
-    /// Tells the writer what the kernel watcher saw.
-    pub fn kernel_event(&self, e: &KernelEvent) {
-        let m = match e {
-            KernelEvent::Published { .. } => FibInput::Resolution,
-            KernelEvent::OwnRoute { route, gone } => FibInput::Drift {
-                route: route.clone(),
-                gone: *gone,
-            },
-        };
-        let _ = self.tx.send(m);
+    /// The kernel watcher's listener for the writer: a new snapshot may move next hops
+    /// (`Resolution`); a route of ours changed by someone else is drift to repair.
+    pub fn listener(&self) -> watch::Listener {
+        let tx = std::sync::Mutex::new(self.tx.clone());
+        Box::new(move |e: &KernelEvent| {
+            let m = match e {
+                KernelEvent::Published { .. } => FibInput::Resolution,
+                KernelEvent::OwnRoute { route, gone } => FibInput::Drift {
+                    route: route.clone(),
+                    gone: *gone,
+                },
+            };
+            let _ = tx.lock().unwrap_or_else(|e| e.into_inner()).send(m);
+        })
     }
 
     /// A sender to the writer (for the kernel watcher's listener).

@@ -3,13 +3,12 @@
 //! commands it runs and the threads it starts inherit it). Needs root and iproute2.
 
 use ribshard_fib::{
-    Fib, FibChange, FibConfig, FibInput, KernelEvent, KernelView, KernelWatch, Published,
-    ResolveConfig, Want,
+    Fib, FibChange, FibConfig, FibInput, KernelView, KernelWatch, Published, ResolveConfig, Want,
 };
 use ribshard_wire::Prefix;
 use std::net::{IpAddr, Ipv4Addr};
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Runs `f` on a thread in a new network namespace.
@@ -91,17 +90,7 @@ fn start(config: FibConfig) -> Running {
     let published = Arc::new(Published::new(KernelView::new(resolve.clone())));
     // The writer first: the watcher has the kernel drop the echoes of its writes.
     let fib = Fib::start(config, published.clone()).unwrap();
-    let tx = Mutex::new(fib.sender());
-    let listener: ribshard_fib::watch::Listener = Box::new(move |e: &KernelEvent| {
-        let m = match e {
-            KernelEvent::Published { .. } => FibInput::Resolution,
-            KernelEvent::OwnRoute { route, gone } => FibInput::Drift {
-                route: route.clone(),
-                gone: *gone,
-            },
-        };
-        let _ = tx.lock().unwrap().send(m);
-    });
+    let listener = fib.listener();
     let watch = KernelWatch::start(published, resolve, Some(fib.portid()), vec![listener]).unwrap();
     Running { fib, watch }
 }

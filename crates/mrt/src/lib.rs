@@ -25,7 +25,7 @@ pub use read::{open, MrtReader, RawRecord};
 pub use record::{
     Bgp4mp, Bgp4mpBody, MrtError, Peer, PeerIndexTable, Record, RibEntry, RibRecord, TableDump,
 };
-pub use write::MrtWriter;
+pub use write::{Bgp4mpSession, MrtWriter};
 
 /// MRT record types (RFC 6396 section 4, RFC 8050).
 pub mod types {

@@ -18,6 +18,30 @@ fn push_ip(body: &mut Vec<u8>, a: &IpAddr) {
     }
 }
 
+/// The session a BGP4MP record is about: the fields every `_AS4` subtype starts with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Bgp4mpSession {
+    pub peer_as: u32,
+    pub local_as: u32,
+    pub peer: IpAddr,
+    /// Our address on the session (its family is the peer's).
+    pub local: IpAddr,
+}
+
+impl Bgp4mpSession {
+    /// Peer AS, local AS, interface index (0), AFI, peer and local addresses (RFC 6396
+    /// section 4.4.3).
+    fn put(&self, body: &mut Vec<u8>) {
+        body.extend_from_slice(&self.peer_as.to_be_bytes());
+        body.extend_from_slice(&self.local_as.to_be_bytes());
+        body.extend_from_slice(&0u16.to_be_bytes());
+        let afi: u16 = if self.peer.is_ipv6() { 2 } else { 1 };
+        body.extend_from_slice(&afi.to_be_bytes());
+        push_ip(body, &self.peer);
+        push_ip(body, &self.local);
+    }
+}
+
 impl<W: Write> MrtWriter<W> {
     pub fn new(out: W) -> Self {
         MrtWriter {
@@ -120,25 +144,15 @@ impl<W: Write> MrtWriter<W> {
 
     /// A received BGP message as BGP4MP MESSAGE_AS4 (RFC 6396 section 4.4.3), or
     /// MESSAGE_AS4_ADDPATH when its NLRI carry path identifiers (RFC 8050 section 3).
-    #[allow(clippy::too_many_arguments)]
     pub fn write_bgp4mp_message(
         &mut self,
         timestamp: u32,
-        peer_as: u32,
-        local_as: u32,
-        peer: IpAddr,
-        local: IpAddr,
+        session: &Bgp4mpSession,
         add_path: bool,
         message: &[u8],
     ) -> io::Result<()> {
         self.body.clear();
-        self.body.extend_from_slice(&peer_as.to_be_bytes());
-        self.body.extend_from_slice(&local_as.to_be_bytes());
-        self.body.extend_from_slice(&0u16.to_be_bytes());
-        let afi: u16 = if peer.is_ipv6() { 2 } else { 1 };
-        self.body.extend_from_slice(&afi.to_be_bytes());
-        push_ip(&mut self.body, &peer);
-        push_ip(&mut self.body, &local);
+        session.put(&mut self.body);
         self.body.extend_from_slice(message);
         let subtype = if add_path {
             b::MESSAGE_AS4_ADDPATH
@@ -150,25 +164,15 @@ impl<W: Write> MrtWriter<W> {
 
     /// A session's state change as BGP4MP STATE_CHANGE_AS4 (RFC 6396 section 4.4.4); states
     /// are numbered as RFC 4271's FSM (1 Idle ... 6 Established).
-    #[allow(clippy::too_many_arguments)]
     pub fn write_bgp4mp_state_change(
         &mut self,
         timestamp: u32,
-        peer_as: u32,
-        local_as: u32,
-        peer: IpAddr,
-        local: IpAddr,
+        session: &Bgp4mpSession,
         old: u16,
         new: u16,
     ) -> io::Result<()> {
         self.body.clear();
-        self.body.extend_from_slice(&peer_as.to_be_bytes());
-        self.body.extend_from_slice(&local_as.to_be_bytes());
-        self.body.extend_from_slice(&0u16.to_be_bytes());
-        let afi: u16 = if peer.is_ipv6() { 2 } else { 1 };
-        self.body.extend_from_slice(&afi.to_be_bytes());
-        push_ip(&mut self.body, &peer);
-        push_ip(&mut self.body, &local);
+        session.put(&mut self.body);
         self.body.extend_from_slice(&old.to_be_bytes());
         self.body.extend_from_slice(&new.to_be_bytes());
         self.flush_body(timestamp, types::BGP4MP, b::STATE_CHANGE_AS4)

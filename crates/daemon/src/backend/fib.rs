@@ -3,7 +3,7 @@
 //! against the Loc-RIB (`fib verify`).
 
 use super::Api;
-use ribshard_engine::pipeline::{RouteQuery, Selection};
+use ribshard_engine::pipeline::RouteQuery;
 use ribshard_fib::verify::{self, Difference, Forwarding, KernelFibRoute};
 use ribshard_fib::{FibStats, KernelView, Want};
 use ribshard_mgmt::api::{
@@ -11,7 +11,7 @@ use ribshard_mgmt::api::{
     ResolutionSummary,
 };
 use ribshard_mgmt::ApiError;
-use ribshard_rib::{PathFilter, PathState, Within};
+use ribshard_rib::PathState;
 use ribshard_wire::{Family, Prefix};
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -115,17 +115,10 @@ impl Api {
         // What the Loc-RIB asks for, prefix by prefix, from the shards' walk.
         let mut wanted: BTreeMap<Prefix, Want> = BTreeMap::new();
         for family in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
-            let mut walk = self.daemon.pipeline.walk_routes(
-                RouteQuery {
-                    select: Selection::Table(family, Within::All),
-                    after: None,
-                    max_paths: 16384,
-                    filter: PathFilter::default(),
-                    advertised: None,
-                    render: None,
-                },
-                None,
-            );
+            let mut walk = self
+                .daemon
+                .pipeline
+                .walk_routes(RouteQuery::whole_table(family), None);
             while let Some(batch) = walk.next().await {
                 for r in batch {
                     let best = r

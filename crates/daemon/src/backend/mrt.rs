@@ -7,13 +7,13 @@
 use super::{peer_index, Api};
 use crate::inject::Injected as Held;
 use bytes::Bytes;
-use ribshard_engine::pipeline::{RenderRoute, RouteQuery, Selection, ShownRoute};
+use ribshard_engine::pipeline::{RenderRoute, RouteQuery, ShownRoute};
 use ribshard_mgmt::api::{Injected, InjectedPeer};
 use ribshard_mgmt::ApiError;
 use ribshard_mrt::{MrtWriter, Peer, PeerIndexTable, RibEntry};
-use ribshard_rib::{PathFilter, PathState, Within};
+use ribshard_rib::{PathFilter, PathState};
 use ribshard_wire::attr::{self, flags};
-use ribshard_wire::{Family, Prefix};
+use ribshard_wire::Family;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 use tokio::sync::mpsc;
@@ -191,15 +191,13 @@ impl Api {
             for family in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
                 let mut walk = pipeline.walk_routes(
                     RouteQuery {
-                        select: Selection::Table(family, Within::All),
-                        after: None::<Prefix>,
                         max_paths: 4096,
                         filter: PathFilter {
                             peer,
                             ..PathFilter::default()
                         },
-                        advertised: None,
                         render: Some(render.clone()),
+                        ..RouteQuery::whole_table(family)
                     },
                     None,
                 );

@@ -179,6 +179,20 @@ pub struct RouteQuery {
     pub render: Option<Arc<dyn RenderRoute>>,
 }
 
+impl RouteQuery {
+    /// Every route of a family's table, every path, in chunks of about 16,384 paths.
+    pub fn whole_table(family: Family) -> RouteQuery {
+        RouteQuery {
+            select: Selection::Table(family, Within::All),
+            after: None,
+            max_paths: 16384,
+            filter: PathFilter::default(),
+            advertised: None,
+            render: None,
+        }
+    }
+}
+
 /// A route as shown: the shard's view of it and, for `advertising-protocol`, what the group
 /// sends for it.
 #[derive(Clone, Debug)]

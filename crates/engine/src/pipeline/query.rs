@@ -6,7 +6,7 @@ use super::{
     Lanes, Pipeline, Query, RouteChunk, RouteQuery, Selection, ShardStats, ShownRoute, ToShard,
     ToUpdate, UpdateThreadStats,
 };
-use ribshard_rib::{shard_of, Path, PathFilter, PathState, Within};
+use ribshard_rib::{shard_of, Path, PathState};
 use ribshard_wire::{Family, Prefix};
 use std::collections::VecDeque;
 use std::sync::atomic::Ordering;
@@ -142,17 +142,7 @@ impl Pipeline {
         rt.block_on(async {
             let mut out = Vec::new();
             for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
-                let mut walk = self.walk_routes(
-                    RouteQuery {
-                        select: Selection::Table(f, Within::All),
-                        after: None,
-                        max_paths: 16384,
-                        filter: PathFilter::default(),
-                        advertised: None,
-                        render: None,
-                    },
-                    None,
-                );
+                let mut walk = self.walk_routes(RouteQuery::whole_table(f), None);
                 while let Some(routes) = walk.next().await {
                     for r in routes {
                         let active = r

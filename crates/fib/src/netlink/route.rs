@@ -275,13 +275,7 @@ pub fn put_replace(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &Rout
         seq,
         &rtmsg(p, key, kind, RT_SCOPE_UNIVERSE),
     );
-    let mut dst = [0u8; 16];
-    let n = dst_octets(p, &mut dst);
-    if !p.is_empty() {
-        b.attr(RTA_DST, &dst[..n]);
-    }
-    b.attr_u32(RTA_TABLE, key.table);
-    b.attr_u32(RTA_PRIORITY, key.priority);
+    put_key(b, p, key);
     match f {
         Forward::Object(id) => b.attr_u32(RTA_NH_ID, *id),
         Forward::Hops([one]) => {
@@ -310,6 +304,17 @@ pub fn put_replace(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &Rout
     b.end();
 }
 
+/// The attributes that name a route of ours with the rtmsg: destination, table, metric.
+fn put_key(b: &mut Builder, p: &Prefix, key: &RouteKey) {
+    let mut dst = [0u8; 16];
+    let n = dst_octets(p, &mut dst);
+    if !p.is_empty() {
+        b.attr(RTA_DST, &dst[..n]);
+    }
+    b.attr_u32(RTA_TABLE, key.table);
+    b.attr_u32(RTA_PRIORITY, key.priority);
+}
+
 /// Writes a route delete: only ours (same table, protocol and metric).
 pub fn put_delete(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &RouteKey) {
     b.begin(
@@ -318,13 +323,7 @@ pub fn put_delete(b: &mut Builder, seq: u32, flags: u16, p: &Prefix, key: &Route
         seq,
         &rtmsg(p, key, 0, 0),
     );
-    let mut dst = [0u8; 16];
-    let n = dst_octets(p, &mut dst);
-    if !p.is_empty() {
-        b.attr(RTA_DST, &dst[..n]);
-    }
-    b.attr_u32(RTA_TABLE, key.table);
-    b.attr_u32(RTA_PRIORITY, key.priority);
+    put_key(b, p, key);
     b.end();
 }
 
