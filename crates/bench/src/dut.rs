@@ -288,6 +288,17 @@ impl Dut {
             .stdout(log)
             .stderr(log2)
             .process_group(0);
+        // Killed with the bench, however it ends: a DUT left running holds the port and,
+        // with --fib, writes the same table as the next run's.
+        // SAFETY: prctl(2) between fork and exec, touching nothing of the parent's.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                    return Err(std::io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
         let child = cmd.spawn().map_err(|source| DutError::Start {
             program: program.display().to_string(),
             source,

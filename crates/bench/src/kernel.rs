@@ -34,6 +34,63 @@ pub fn protocol_of(dut: crate::dut::DutKind) -> Option<u8> {
     }
 }
 
+/// Removes every IPv4 route of `protocol` from the main table. Not `ip route flush`: it sends
+/// each route back as dumped, and the kernel refuses a delete naming both a nexthop object and
+/// the next hop it resolves to (EINVAL); here each goes by destination and metric alone.
+pub fn flush(protocol: u8) -> std::io::Result<()> {
+    use std::io::Write;
+    let proto = protocol.to_string();
+    let out = std::process::Command::new("ip")
+        .args([
+            "-j", "-4", "route", "show", "table", "main", "proto", &proto,
+        ])
+        .output()?;
+    if !out.status.success() {
+        return Err(std::io::Error::other(format!(
+            "ip route show proto {protocol}: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        )));
+    }
+    let routes: Vec<serde_json::Value> = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    if routes.is_empty() {
+        return Ok(());
+    }
+    let mut batch = String::new();
+    for r in &routes {
+        let Some(dst) = r["dst"].as_str() else {
+            continue;
+        };
+        let dst = if dst == "default" { "0.0.0.0/0" } else { dst };
+        let metric = r["metric"].as_u64().unwrap_or(0);
+        batch += &format!("route del {dst} table main proto {proto} metric {metric}\n");
+    }
+    let mut child = std::process::Command::new("ip")
+        .args(["-force", "-batch", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()?;
+    child
+        .stdin
+        .take()
+        .ok_or_else(|| std::io::Error::other("ip -batch: no stdin"))?
+        .write_all(batch.as_bytes())?;
+    let done = child.wait_with_output()?;
+    if done.status.success() {
+        tracing::info!(
+            protocol,
+            routes = routes.len(),
+            "routes of the DUT's protocol left by an earlier run removed"
+        );
+        Ok(())
+    } else {
+        Err(std::io::Error::other(format!(
+            "ip -batch route del: {}",
+            String::from_utf8_lossy(&done.stderr).trim()
+        )))
+    }
+}
+
 impl KernelRoutes {
     /// Starts listening (in the calling thread's network namespace).
     pub fn watch(protocol: u8) -> std::io::Result<KernelRoutes> {

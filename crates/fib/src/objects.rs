@@ -91,6 +91,10 @@ pub struct Objects {
     foreign: HashSet<u32>,
     /// Leaves to delete once no group holds them (end of a batch).
     garbage: Vec<u32>,
+    /// Ids of objects the last run left that are to be deleted and not yet: given to no
+    /// object of ours until then (the delete, sent after the batch, would take it and the
+    /// routes naming it with it).
+    dying: HashSet<u32>,
     /// Objects written since start (created or replaced), deleted, and found right at
     /// start.
     pub written: u64,
@@ -114,6 +118,7 @@ impl Objects {
             leftover: HashMap::new(),
             foreign: HashSet::new(),
             garbage: Vec::new(),
+            dying: HashSet::new(),
             written: 0,
             deleted: 0,
             adopted: 0,
@@ -132,6 +137,7 @@ impl Objects {
     pub fn unclaimed(&mut self) -> Vec<u32> {
         let mut ids: Vec<u32> = self.leftover.keys().copied().collect();
         self.leftover.clear();
+        self.dying.extend(ids.iter().copied());
         // Groups before leaves: a leaf still in a group is refused.
         ids.sort_by_key(|id| !matches!(self.ids.get(id), Some(NexthopSpec::Group(_))));
         ids
@@ -146,8 +152,10 @@ impl Objects {
     }
 
     /// The id for an object of this identity: its hash in the range, moved on past ids
-    /// taken by other objects of ours or by other protocols.
-    fn id_for(&self, what: &[u8]) -> u32 {
+    /// taken by other objects of ours, by other protocols, or by an object the last run
+    /// left that is not this one (the kernel refuses to turn a leaf into a group or back,
+    /// and routes of ours may still name it until they are written again).
+    fn id_for(&self, what: &[u8], spec: &NexthopSpec) -> u32 {
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in what {
             h ^= u64::from(*b);
@@ -157,7 +165,12 @@ impl Objects {
         let mut k = h % span;
         for _ in 0..self.span {
             let id = self.base.wrapping_add(k as u32);
-            if id != 0 && !self.ids.contains_key(&id) && !self.foreign.contains(&id) {
+            if id != 0
+                && !self.ids.contains_key(&id)
+                && !self.foreign.contains(&id)
+                && !self.dying.contains(&id)
+                && self.leftover.get(&id).is_none_or(|s| s == spec)
+            {
                 return id;
             }
             k = (k + 1) % span;
@@ -208,8 +221,9 @@ impl Objects {
         let (via, hops) = Self::hops_of(view, nh);
         let mut ids = SmallVec::new();
         for (j, h) in hops.iter().enumerate() {
-            let id = self.id_for(&leaf_key(nh, j));
-            self.put(b, seq, sent, id, leaf_spec(h));
+            let spec = leaf_spec(h);
+            let id = self.id_for(&leaf_key(nh, j), &spec);
+            self.put(b, seq, sent, id, spec);
             ids.push((id, *h));
         }
         self.leaves.insert(nh, Leaves { via, ids, users });
@@ -265,8 +279,9 @@ impl Objects {
                 l.users += 1;
             }
         }
-        let id = self.id_for(&group_key(want));
-        self.put(b, seq, sent, id, NexthopSpec::Group(members));
+        let spec = NexthopSpec::Group(members);
+        let id = self.id_for(&group_key(want), &spec);
+        self.put(b, seq, sent, id, spec);
         self.groups.insert(want.clone(), Group { id, routes: 0 });
         Some(Target::Object(id))
     }
@@ -326,6 +341,8 @@ impl Objects {
             }
         }
         for id in std::mem::take(&mut self.garbage) {
+            // Free from here on: the kernel applies the delete before anything later.
+            self.dying.remove(&id);
             *seq = seq.wrapping_add(1);
             nexthop::put_delete(b, *seq, 0, id);
             sent.push((*seq, Written::ObjectDeleted(id)));
@@ -459,6 +476,9 @@ impl Objects {
     /// A write the kernel refused: it does not hold what we thought.
     pub fn failed(&mut self, id: u32) {
         self.ids.remove(&id);
+        // Not given to another object this run: whatever the kernel holds under it is not
+        // what we think.
+        self.foreign.insert(id);
     }
 }
 

@@ -785,6 +785,9 @@ impl Writer {
             return;
         }
         // The kernel ran every request before `send` returned: its answers are queued.
+        // Refusals are logged once per batch and error, with a count: a cause that
+        // refuses every route would otherwise log each of them on every retry.
+        let mut refusals: Vec<(i32, u64, Prefix)> = Vec::new();
         loop {
             let errs: Vec<(i32, u32)> = match self.sock.recv(None) {
                 Ok(Some(buf)) => Messages::new(buf)
@@ -805,7 +808,10 @@ impl Writer {
                     Some(Sent::Object(Written::ObjectDeleted(_))) if errno == libc::ENOENT => {}
                     Some(Sent::Route(p, _)) => {
                         FibStats::add(&self.stats.errors, 1);
-                        tracing::warn!(prefix = ?p, error = %std::io::Error::from_raw_os_error(errno), "FIB: the kernel refused a route; retrying later");
+                        match refusals.iter_mut().find(|(e, _, _)| *e == errno) {
+                            Some((_, n, _)) => *n += 1,
+                            None => refusals.push((errno, 1, *p)),
+                        }
                         self.refused(p);
                     }
                     Some(Sent::Object(w)) => {
@@ -818,6 +824,15 @@ impl Writer {
                     None => {}
                 }
             }
+        }
+        for (errno, n, first) in refusals {
+            tracing::warn!(
+                routes = n,
+                first = %first,
+                error = %std::io::Error::from_raw_os_error(errno),
+                "FIB: the kernel refused routes; retrying in {} s",
+                RETRY_AFTER.as_secs()
+            );
         }
     }
 

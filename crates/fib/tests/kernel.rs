@@ -277,6 +277,59 @@ fn a_restart_writes_only_the_differences() {
     });
 }
 
+/// The last run's objects are in the kernel but its routes are not (an operator flushed
+/// them, or it was stopped while it removed them): the objects go, and the routes written
+/// meanwhile under the same ids are not taken with them (they were refused with EINVAL
+/// once the late delete had removed what they named, and retried forever).
+#[test]
+fn objects_left_without_their_routes_are_replaced_not_reused_by_mistake() {
+    in_netns(|| {
+        links();
+        let want = |i: u32| match i % 3 {
+            0 => to(&["10.0.0.2", "10.0.1.2"]),
+            1 => to(&["10.0.1.2"]),
+            _ => to(&["10.0.0.2"]),
+        };
+        let all = |n: u32| -> Vec<FibChange> {
+            (0..n)
+                .map(|i| FibChange {
+                    prefix: p(i),
+                    want: want(i),
+                })
+                .collect()
+        };
+        {
+            let r = start(FibConfig::default());
+            release(&r);
+            send(&r, all(3000));
+            assert!(r.fib.sync(Duration::from_secs(10)));
+        }
+        // Not `ip route flush`: it sends each route back as dumped, and the kernel refuses
+        // a delete naming both an object and its next hop.
+        let batch: String = our_routes()
+            .iter()
+            .map(|(dst, _)| format!("route del {dst} table main proto 186 metric 20\n"))
+            .collect();
+        let mut del = Command::new("ip")
+            .args(["-batch", "-"])
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(&mut del.stdin.take().unwrap(), batch.as_bytes()).unwrap();
+        assert!(del.wait().unwrap().success());
+        assert!(our_routes().is_empty());
+        assert!(!ip("nexthop show").is_empty(), "the objects stay");
+        let r = start(FibConfig::default());
+        send(&r, all(3000));
+        release(&r);
+        assert!(r.fib.sync(Duration::from_secs(10)));
+        assert_eq!(our_routes().len(), 3000);
+        assert_eq!(stat(&r, |s| &s.failed), 0, "no route refused");
+        assert_eq!(stat(&r, |s| &s.errors), 0, "no netlink error");
+        drop(r.watch);
+    });
+}
+
 #[test]
 fn without_nexthop_objects_routes_carry_their_next_hops() {
     in_netns(|| {

@@ -162,6 +162,8 @@ pub enum BenchError {
     NoFib(&'static str),
     #[error("--fib: cannot listen to the kernel's route notifications: {0}")]
     Kernel(std::io::Error),
+    #[error("--fib: cannot remove the routes an earlier run left in the table: {0}")]
+    KernelFlush(std::io::Error),
 }
 
 /// One run, as `--json` writes it.
@@ -397,8 +399,14 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
             opts.scenario.name()
         )));
     }
-    if opts.fib && crate::kernel::protocol_of(opts.dut).is_none() {
-        return Err(BenchError::NoFib(opts.dut.name()));
+    if opts.fib {
+        let Some(p) = crate::kernel::protocol_of(opts.dut) else {
+            return Err(BenchError::NoFib(opts.dut.name()));
+        };
+        // Each run starts with no route of the DUT's in the table: a daemon started over
+        // the routes a previous run left would keep them unwritten (as ribshard does at a
+        // restart) and the table would never be seen completed.
+        crate::kernel::flush(p).map_err(BenchError::KernelFlush)?;
     }
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
     if opts.print_config {
