@@ -44,7 +44,8 @@ pub struct Fib {
 
 impl Fib {
     /// Opens the writer's socket, reads what of ours the kernel holds, and starts the
-    /// writer's thread. It writes nothing until every shard's start-up deferral is over.
+    /// writer's thread. With routes of ours found in the kernel, it writes nothing until
+    /// every shard's start-up deferral is over (then it reconciles); with none, at once.
     pub fn start(config: FibConfig, view: Arc<Published>) -> std::io::Result<Fib> {
         let stats = Arc::new(FibStats::default());
         let w = writer::Writer::new(config.clone(), view, stats.clone())?;

@@ -14,6 +14,8 @@
 //! first and, once the start-up deferral ends (every shard's [`crate::tap`] says so), each
 //! route is kept when it already forwards as wanted, replaced otherwise, and removed when
 //! nothing wants it: a restart writes only the differences and never empties the table.
+//! With none of ours found there is nothing to reconcile, and routes are written as they
+//! come.
 
 use crate::kernel::{KernelView, Published};
 use crate::netlink::nexthop::{self, NexthopSpec};
@@ -312,12 +314,22 @@ impl Writer {
         let mut objects = Objects::new(cfg.protocol, cfg.id_base, cfg.id_span, objects_on);
         objects.found_at_start(found.objects, found.foreign);
         let at_start = found.routes;
+        // Holding until the start-up deferral ends is for reconciling with routes the last
+        // run left (kept, not flushed and added again). With none of ours in the table (a
+        // first start, or after a clean stop) there is nothing to reconcile: routes are
+        // written as the shards decide them, while the tables arrive, as a daemon without
+        // the deferral would (objects left without routes go first).
+        let holding = !at_start.is_empty();
+        if !holding {
+            let unclaimed = objects.unclaimed();
+            objects.delete(unclaimed);
+        }
         stats
             .objects
             .store(objects_on, std::sync::atomic::Ordering::Relaxed);
         stats
             .holding
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+            .store(holding, std::sync::atomic::Ordering::Relaxed);
         Ok(Writer {
             key: RouteKey {
                 table: cfg.table,
@@ -334,9 +346,9 @@ impl Writer {
             queue: VecDeque::new(),
             since: None,
             retry: VecDeque::new(),
-            holding: true,
+            holding,
             advertising: HashMap::new(),
-            at_start: Some(at_start),
+            at_start: holding.then_some(at_start),
             resolution_dirty: false,
             seq: 1000,
             b: Builder::with_capacity(512 << 10),
