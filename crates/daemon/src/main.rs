@@ -5,6 +5,7 @@
 
 use clap::{Parser, Subcommand};
 use ribshard::config;
+use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -60,10 +61,11 @@ enum Command {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
-    /// `configure reload`: read the configuration file again, as SIGHUP does, and say what
-    /// changed (or every error, as file:line: key: reason).
+    /// `configure reload [--dry-run]`: read the configuration file again, as SIGHUP does,
+    /// and say what changed (or every error, as file:line: key: reason); `--dry-run`: what
+    /// would change, which neighbors would be reset and why, changing nothing.
     Configure {
-        #[arg(trailing_var_arg = true, required = true)]
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,
     },
     /// Whether RIB sharding and update threading pay on this machine, and with how many
@@ -145,6 +147,13 @@ enum ConfigCommand {
     },
     /// Print an annotated, complete example configuration.
     Example,
+    /// What loading this file into the running daemon would change: every neighbor that
+    /// would be reset and why, what applies with sessions kept, what waits for a restart.
+    /// Nothing changes (`configure reload --dry-run` with another file).
+    Diff {
+        /// The configuration file to compare (read by the daemon).
+        file: PathBuf,
+    },
 }
 
 #[derive(Subcommand)]
@@ -204,8 +213,30 @@ fn init_logging(json: bool) {
     }
 }
 
+/// The global flags moved in front of the subcommand: `show`, `clear`, `fib` and
+/// `configure` take the rest of the line as words, where clap would not see a `--json` or
+/// `--socket` typed last, as users type them.
+fn hoist_global_flags(args: impl IntoIterator<Item = OsString>) -> Vec<OsString> {
+    let mut args = args.into_iter();
+    let mut front: Vec<OsString> = args.next().into_iter().collect();
+    let mut rest = Vec::new();
+    while let Some(a) = args.next() {
+        match a.to_str() {
+            Some("--json" | "--log-json") => front.push(a),
+            Some(s) if s.starts_with("--socket=") => front.push(a),
+            Some("--socket") => match args.next() {
+                Some(v) => front.extend([a, v]),
+                None => rest.push(a),
+            },
+            _ => rest.push(a),
+        }
+    }
+    front.extend(rest);
+    front
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(hoist_global_flags(std::env::args_os()));
     // The client commands log nothing; their errors go to stderr as words.
     if !matches!(
         cli.command,
@@ -262,8 +293,8 @@ fn main() -> ExitCode {
             ribshard::cli::parse_configure(&words),
         ),
         Command::Advise => advise(&cli.socket, cli.json),
-        Command::Config { command } => config_command(command),
-        Command::Policy { command } => policy_command(command),
+        Command::Config { command } => config_command(command, &cli.socket, cli.json),
+        Command::Policy { command } => policy_command(command, cli.json),
         Command::Mrt { command } => mrt(&cli.socket, cli.json, command),
     }
 }
@@ -340,7 +371,7 @@ fn advise(socket: &str, json: bool) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-fn policy_command(command: PolicyCommand) -> ExitCode {
+fn policy_command(command: PolicyCommand, json: bool) -> ExitCode {
     let PolicyCommand::Test {
         policies,
         config: file,
@@ -379,8 +410,18 @@ fn policy_command(command: PolicyCommand) -> ExitCode {
         receiver_as,
     };
     match ribshard::policy_test::test(&c, &policies, &route) {
+        Ok(report) if json => match serde_json::to_string_pretty(&report) {
+            Ok(j) => {
+                println!("{j}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
         Ok(report) => {
-            print!("{report}");
+            print!("{}", report.text());
             ExitCode::SUCCESS
         }
         Err(e) => {
@@ -390,8 +431,18 @@ fn policy_command(command: PolicyCommand) -> ExitCode {
     }
 }
 
-fn config_command(command: ConfigCommand) -> ExitCode {
+fn config_command(command: ConfigCommand, socket: &str, json: bool) -> ExitCode {
     match command {
+        ConfigCommand::Diff { file } => client(
+            socket,
+            json,
+            absolute(&file).map(|f| {
+                ribshard::cli::Request::Reload(ribshard_mgmt::api::ReloadRequest {
+                    dry_run: true,
+                    file: Some(f),
+                })
+            }),
+        ),
         ConfigCommand::Example => {
             print!("{}", config::EXAMPLE);
             ExitCode::SUCCESS
@@ -531,4 +582,33 @@ fn mrt_generate(
     w.flush()?;
     tracing::info!(file = %out.display(), prefixes, peers, paths, "wrote RIB dump");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> Cli {
+        Cli::try_parse_from(hoist_global_flags(
+            line.split_whitespace().map(OsString::from),
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn global_flags_count_anywhere_on_the_line() {
+        let c = parse("ribshard show bgp summary --json --socket /tmp/s");
+        assert!(c.json);
+        assert_eq!(c.socket, "/tmp/s");
+        assert!(matches!(&c.command, Command::Show { words } if words == &["bgp", "summary"]));
+        let c = parse("ribshard clear bgp neighbor all --socket=127.0.0.1:9 soft");
+        assert_eq!(c.socket, "127.0.0.1:9");
+        assert!(
+            matches!(&c.command, Command::Clear { words } if words == &["bgp", "neighbor", "all", "soft"])
+        );
+        let c = parse("ribshard policy test in --prefix 192.0.2.0/24 --json");
+        assert!(c.json);
+        let c = parse("ribshard --json show route 192.0.2.0/24 detail");
+        assert!(c.json && matches!(&c.command, Command::Show { words } if words.len() == 3));
+    }
 }

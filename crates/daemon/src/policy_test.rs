@@ -106,9 +106,76 @@ fn attributes(r: &Route, prefix: &Prefix) -> Result<(PathAttributes, Vec<u8>), T
     Ok((PathAttributes::canonical(v), nh_bytes))
 }
 
+/// What a chain did to a route (`policy test --json` prints it as it is).
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Report {
+    pub prefix: String,
+    pub neighbor: IpAddr,
+    pub peer_as: u32,
+    pub internal: bool,
+    /// The policies run, in order.
+    pub chain: Vec<String>,
+    pub accepted: bool,
+    /// The term (or the chain's end) that decided, in words.
+    pub decided_by: String,
+    /// The attributes the route leaves with; none when rejected.
+    pub attributes: Vec<Attribute>,
+}
+
+/// One attribute after the chain.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Attribute {
+    pub name: &'static str,
+    pub value: String,
+    /// What it was, when the chain changed it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub was: Option<String>,
+}
+
+impl Report {
+    /// The report in words, as `policy test` prints it.
+    pub fn text(&self) -> String {
+        let mut out = String::new();
+        let _ = writeln!(
+            out,
+            "{} from {} (AS{}, {}) through [{}]:",
+            self.prefix,
+            self.neighbor,
+            self.peer_as,
+            if self.internal {
+                "internal"
+            } else {
+                "external"
+            },
+            self.chain.join(" ")
+        );
+        let _ = writeln!(
+            out,
+            "  {} by {}",
+            if self.accepted {
+                "accepted"
+            } else {
+                "rejected"
+            },
+            self.decided_by
+        );
+        for a in &self.attributes {
+            match &a.was {
+                Some(was) => {
+                    let _ = writeln!(out, "  {}: {} (was {was})", a.name, a.value);
+                }
+                None => {
+                    let _ = writeln!(out, "  {}: {}", a.name, a.value);
+                }
+            }
+        }
+        out
+    }
+}
+
 /// Runs `names` (a chain, as a neighbor's `import` or `export` would list them) against
-/// the route; the report, in words.
-pub fn test(config: &Config, names: &[String], r: &Route) -> Result<String, TestError> {
+/// the route.
+pub fn test(config: &Config, names: &[String], r: &Route) -> Result<Report, TestError> {
     let prefix = ribshard_policy::parse_prefix(&r.prefix).map_err(TestError::Prefix)?;
     let (attrs, nh) = attributes(r, &prefix)?;
     let mut raw = Vec::new();
@@ -131,23 +198,18 @@ pub fn test(config: &Config, names: &[String], r: &Route) -> Result<String, Test
         receiver_as: r.receiver_as,
     };
     let v = chain.evaluate(&subject);
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{prefix} from {} (AS{}, {}) through [{}]:",
-        r.neighbor,
-        source.peer_as,
-        if r.internal { "internal" } else { "external" },
-        names.join(" ")
-    );
-    let _ = writeln!(
-        out,
-        "  {} by {}",
-        if v.accept { "accepted" } else { "rejected" },
-        chain.describe(&v.by)
-    );
+    let mut report = Report {
+        prefix: prefix.to_string(),
+        neighbor: r.neighbor,
+        peer_as: source.peer_as,
+        internal: r.internal,
+        chain: names.to_vec(),
+        accepted: v.accept,
+        decided_by: chain.describe(&v.by),
+        attributes: Vec::new(),
+    };
     if !v.accept {
-        return Ok(out);
+        return Ok(report);
     }
     let m = if v.trace.is_empty() {
         Modified {
@@ -164,14 +226,12 @@ pub fn test(config: &Config, names: &[String], r: &Route) -> Result<String, Test
             },
         )
     };
-    for line in describe(&attrs, &m) {
-        let _ = writeln!(out, "  {line}");
-    }
-    Ok(out)
+    report.attributes = describe(&attrs, &m);
+    Ok(report)
 }
 
 /// The route's attributes after the chain, each marked where it changed.
-fn describe(before: &PathAttributes, m: &Modified) -> Vec<String> {
+fn describe(before: &PathAttributes, m: &Modified) -> Vec<Attribute> {
     let a = &m.attrs;
     let path = |p: &PathAttributes| -> String {
         p.as_path()
@@ -206,12 +266,9 @@ fn describe(before: &PathAttributes, m: &Modified) -> Vec<String> {
     };
     let num = |x: Option<u32>| x.map_or("none".to_string(), |v| v.to_string());
     let mut lines = Vec::new();
-    let mut line = |name: &str, now: String, was: String| {
-        if now == was {
-            lines.push(format!("{name}: {now}"));
-        } else {
-            lines.push(format!("{name}: {now} (was {was})"));
-        }
+    let mut line = |name: &'static str, value: String, was: String| {
+        let was = (value != was).then_some(was);
+        lines.push(Attribute { name, value, was });
     };
     line("AS path", path(a), path(before));
     line(
@@ -234,7 +291,11 @@ fn describe(before: &PathAttributes, m: &Modified) -> Vec<String> {
         Some(NextHopSet::Reject) => "reject".into(),
         Some(NextHopSet::Discard) => "discard".into(),
     };
-    lines.push(format!("next hop: {nh}"));
+    lines.push(Attribute {
+        name: "next hop",
+        value: nh,
+        was: None,
+    });
     lines
 }
 
@@ -295,9 +356,11 @@ private = ". .* [64512-65534] .*"
     fn names_the_term_and_the_changes() {
         let c = config();
         let chain = ["in".to_string()];
-        let out = test(&c, &chain, &route("65001 64512", &[])).unwrap();
+        let out = test(&c, &chain, &route("65001 64512", &[])).unwrap().text();
         assert!(out.contains("rejected by policy in term private"), "{out}");
-        let out = test(&c, &chain, &route("65001 13335", &["65001:7"])).unwrap();
+        let out = test(&c, &chain, &route("65001 13335", &["65001:7"]))
+            .unwrap()
+            .text();
         assert!(out.contains("accepted by policy in term tagged"), "{out}");
         assert!(out.contains("local-preference: 200 (was none)"), "{out}");
         assert!(
@@ -305,7 +368,7 @@ private = ". .* [64512-65534] .*"
             "{out}"
         );
         // Falling off the end of an external chain: RFC 8212.
-        let out = test(&c, &chain, &route("65001 13335", &[])).unwrap();
+        let out = test(&c, &chain, &route("65001 13335", &[])).unwrap().text();
         assert!(
             out.contains("rejected by end of chain [in]: rejected by default"),
             "{out}"

@@ -17,8 +17,8 @@
 
 use crate::config::{settings, threads_of, Config};
 use crate::state::Daemon;
-use ribshard_engine::PeerSettings;
-use ribshard_mgmt::api::ReloadReply;
+use ribshard_engine::{needs_new_session, PeerSettings};
+use ribshard_mgmt::api::{ReloadOutcome, ReloadReply, ReloadRequest};
 use ribshard_wire::notification::cease;
 use std::collections::BTreeMap;
 use std::net::IpAddr;
@@ -29,10 +29,11 @@ use tracing::{error, info, warn};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum NeighborChange {
     Removed(usize),
-    /// Its session restarts with these settings.
-    Changed(usize, PeerSettings),
-    /// Only its policies changed: applied with the session kept.
-    Policies(usize, PeerSettings),
+    /// Its session restarts with these settings, for these reasons (what the OPEN or the
+    /// connection carries: [`needs_new_session`]).
+    Changed(usize, PeerSettings, Vec<&'static str>),
+    /// Applied with the session kept (policies, limits, timers, description, ...).
+    Settings(usize, PeerSettings),
     Added(PeerSettings),
 }
 
@@ -94,13 +95,11 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
             if was == s {
                 continue;
             }
-            let mut same_but_policies = was.clone();
-            same_but_policies.routing.import = s.routing.import.clone();
-            same_but_policies.routing.export = s.routing.export.clone();
-            p.neighbors.push(if same_but_policies == *s {
-                NeighborChange::Policies(*i, s.clone())
+            let why = needs_new_session(was, s);
+            p.neighbors.push(if why.is_empty() {
+                NeighborChange::Settings(*i, s.clone())
             } else {
-                NeighborChange::Changed(*i, s.clone())
+                NeighborChange::Changed(*i, s.clone(), why)
             });
         }
     }
@@ -126,8 +125,50 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c
 }
 
-/// A neighbor's new policies, applied with its session kept.
-async fn policies_changed(
+/// What changed of a neighbor's settings that its session takes as it runs, in words.
+fn live_changes(was: &PeerSettings, now: &PeerSettings) -> Vec<String> {
+    let mut v = Vec::new();
+    let mut said = |changed: bool, what: String| {
+        if changed {
+            v.push(what);
+        }
+    };
+    said(
+        was.description != now.description,
+        format!("description \"{}\"", now.description),
+    );
+    said(
+        was.prefix_limits != now.prefix_limits,
+        "prefix-limit: applied now".into(),
+    );
+    said(
+        was.hold_time != now.hold_time,
+        format!(
+            "hold-time {} s: proposed in the next OPEN (RFC 4271 fixes it per session)",
+            now.hold_time
+        ),
+    );
+    said(
+        was.connect_retry_time != now.connect_retry_time || was.passive != now.passive,
+        "connect-retry / passive: from the next connection attempt".into(),
+    );
+    said(
+        was.send_hold_time != now.send_hold_time,
+        format!("send-hold-time {} s: applied now", now.send_hold_time),
+    );
+    said(
+        was.routing.next_hop_self != now.routing.next_hop_self,
+        "next-hop-self: what it is sent changes now".into(),
+    );
+    said(
+        was.routing.no_install != now.routing.no_install,
+        "no-install: its routes' place in the kernel follows".into(),
+    );
+    v
+}
+
+/// A neighbor's new settings, applied with its session kept.
+async fn settings_changed(
     live: &mut crate::state::Live,
     i: usize,
     s: &PeerSettings,
@@ -137,16 +178,21 @@ async fn policies_changed(
         return;
     };
     let name = h.settings.name();
-    let was = h.settings.routing.clone();
-    let done = h
-        .set_policies(ribshard_engine::Policies {
-            import: s.routing.import.clone(),
-            export: s.routing.export.clone(),
-        })
-        .await;
+    let was = h.settings.clone();
+    let done = h.apply_settings(s.clone()).await;
     for (what, old, new, live_now) in [
-        ("import", &was.import, &s.routing.import, done.reimported),
-        ("export", &was.export, &s.routing.export, done.regrouped),
+        (
+            "import",
+            &was.routing.import,
+            &s.routing.import,
+            done.reimported,
+        ),
+        (
+            "export",
+            &was.routing.export,
+            &s.routing.export,
+            done.regrouped,
+        ),
     ] {
         if old == new {
             continue;
@@ -162,6 +208,12 @@ async fn policies_changed(
             new.names().join(" ")
         ));
     }
+    for c in live_changes(&was, s) {
+        info!(neighbor = %name, "{c}, session kept");
+        reply
+            .changes
+            .push(format!("neighbor {name}: {c}, session kept"));
+    }
     for a in live.active.iter_mut().filter(|(j, _)| *j == i) {
         a.1 = s.clone();
     }
@@ -173,18 +225,85 @@ async fn policies_changed(
 /// How long a neighbor removed or changed by a reload gets to send its NOTIFICATION.
 const NEIGHBOR_GRACE: Duration = Duration::from_secs(2);
 
-/// Reads the configuration file again and applies it. A file with errors changes nothing;
-/// thread counts and neighbors are applied with the other sessions kept up; what needs a
-/// restart is named. The reply says which, for the log and for `configure reload`.
-pub async fn reload(daemon: &Daemon) -> ReloadReply {
-    let Some(path) = daemon.config_file.clone() else {
-        return ReloadReply {
-            outcome: "rejected".into(),
-            errors: vec!["the daemon was started without a configuration file".into()],
-            ..ReloadReply::default()
-        };
+/// What a plan would do, in the words a reload's answer uses (`configure reload
+/// --dry-run`, `config diff`).
+fn describe(live: &crate::state::Live, plan: &Plan) -> Vec<String> {
+    let mut v = Vec::new();
+    if let Some((shards, threads)) = plan.threading {
+        v.push(format!(
+            "would re-shard to {shards} shard(s) and {threads} update thread(s), sessions kept up"
+        ));
+    }
+    let name = |i: usize| {
+        live.sessions
+            .peers
+            .get(i)
+            .map(|h| h.settings.name())
+            .unwrap_or_default()
     };
-    info!(file = %path.display(), "reading the configuration again");
+    for change in &plan.neighbors {
+        match change {
+            NeighborChange::Removed(i) => v.push(format!(
+                "neighbor {}: would be removed (Cease / Peer De-configured)",
+                name(*i)
+            )),
+            NeighborChange::Changed(i, _, why) => v.push(format!(
+                "neighbor {}: session would restart (Cease / Other Configuration Change): {} changed",
+                name(*i),
+                why.join(", ")
+            )),
+            NeighborChange::Settings(i, s) => {
+                let Some(was) = live.sessions.peers.get(*i).map(|h| &h.settings) else {
+                    continue;
+                };
+                for (what, old, new) in [
+                    ("import", &was.routing.import, &s.routing.import),
+                    ("export", &was.routing.export, &s.routing.export),
+                ] {
+                    if old != new {
+                        v.push(format!(
+                            "neighbor {}: {what} policy [{}] would apply, session kept",
+                            name(*i),
+                            new.names().join(" ")
+                        ));
+                    }
+                }
+                for c in live_changes(was, s) {
+                    v.push(format!("neighbor {}: {c}, session kept", name(*i)));
+                }
+            }
+            NeighborChange::Added(s) => {
+                v.push(format!("neighbor {}: would be added", s.name()));
+            }
+        }
+    }
+    v
+}
+
+/// Reads the configuration file again and applies it (or, `dry_run`, says what that would
+/// do, changing nothing; `file`: another file, compared only). A file with errors changes
+/// nothing; thread counts and neighbors are applied with the other sessions kept up; what
+/// needs a restart is named. The reply says which, for the log and for `configure reload`.
+pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
+    let rejected = |why: String| ReloadReply {
+        outcome: ReloadOutcome::Rejected,
+        errors: vec![why],
+        ..ReloadReply::default()
+    };
+    let path = match (&request.file, request.dry_run) {
+        (Some(f), true) => std::path::PathBuf::from(f),
+        (Some(_), false) => {
+            return rejected(
+                "a file other than the daemon's own is only compared (dry_run, `config diff`)"
+                    .into(),
+            )
+        }
+        (None, _) => match daemon.config_file.clone() {
+            Some(p) => p,
+            None => return rejected("the daemon was started without a configuration file".into()),
+        },
+    };
+    info!(file = %path.display(), dry_run = request.dry_run, "reading the configuration again");
     let checked = crate::config::load(&path);
     for w in &checked.warnings {
         warn!("{w}");
@@ -197,13 +316,28 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
                 error!("configuration not reloaded: {e}");
             }
             return ReloadReply {
-                outcome: "rejected".into(),
+                outcome: ReloadOutcome::Rejected,
                 errors: errors.0.iter().map(ToString::to_string).collect(),
                 warnings,
                 ..ReloadReply::default()
             };
         }
     };
+    if request.dry_run {
+        let live = daemon.live.read().await;
+        let plan = plan(&live.config, &live.active, &new);
+        let mut changes = describe(&live, &plan);
+        if live.config.originate != new.originate {
+            changes.push("bgp.originate: the networks would change, sessions kept".into());
+        }
+        return ReloadReply {
+            outcome: ReloadOutcome::Planned,
+            changes,
+            needs_restart: plan.needs_restart,
+            warnings,
+            ..ReloadReply::default()
+        };
+    }
     // One reload at a time, and no show command sees it half done.
     let mut live = daemon.live.write().await;
     let plan = plan(&live.config, &live.active, &new);
@@ -245,21 +379,26 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         }
     }
     for change in &plan.neighbors {
-        if let NeighborChange::Policies(i, s) = change {
-            policies_changed(&mut live, *i, s, &mut reply).await;
+        if let NeighborChange::Settings(i, s) = change {
+            settings_changed(&mut live, *i, s, &mut reply).await;
             continue;
         }
-        let (gone, subcode, start) = match change {
-            NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None),
-            NeighborChange::Changed(i, s) => (Some(*i), cease::OTHER_CONFIGURATION_CHANGE, Some(s)),
-            NeighborChange::Added(s) => (None, 0, Some(s)),
-            NeighborChange::Policies(..) => continue,
+        let (gone, subcode, start, why) = match change {
+            NeighborChange::Removed(i) => (Some(*i), cease::PEER_DECONFIGURED, None, None),
+            NeighborChange::Changed(i, s, why) => (
+                Some(*i),
+                cease::OTHER_CONFIGURATION_CHANGE,
+                Some(s),
+                Some(why),
+            ),
+            NeighborChange::Added(s) => (None, 0, Some(s), None),
+            NeighborChange::Settings(..) => continue,
         };
         if let Some(i) = gone {
             if let Some(s) = live.sessions.peers.get(i).map(|h| h.settings.name()) {
                 info!(neighbor = %s, changed = start.is_some(), "neighbor no longer configured as it runs: session ended");
-                reply.changes.push(match start {
-                    Some(_) => format!("neighbor {s}: settings changed, session restarted (Cease / Other Configuration Change)"),
+                reply.changes.push(match why {
+                    Some(why) => format!("neighbor {s}: session restarted (Cease / Other Configuration Change): {} changed", why.join(", ")),
                     None => format!("neighbor {s}: removed (Cease / Peer De-configured)"),
                 });
             }
@@ -267,7 +406,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
             live.active.retain(|(j, _)| *j != i);
         }
         if let Some(s) = start {
-            match live.sessions.add(s.clone()).await {
+            match live.sessions.add_after(s.clone(), gone).await {
                 Ok(i) => {
                     info!(neighbor = %s.name(), "neighbor configured: session started");
                     if gone.is_none() {
@@ -289,6 +428,7 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
             }
         }
     }
+    live.sort_active();
     if applied {
         let networks_changed = live.config.originate != new.originate;
         live.config = applied_config(&live.config, new);
@@ -312,11 +452,10 @@ pub async fn reload(daemon: &Daemon) -> ReloadReply {
         );
     }
     reply.outcome = match (applied, reply.changes.is_empty()) {
-        (false, _) => "rejected",
-        (true, true) => "unchanged",
-        (true, false) => "applied",
-    }
-    .into();
+        (false, _) => ReloadOutcome::Rejected,
+        (true, true) => ReloadOutcome::Unchanged,
+        (true, false) => ReloadOutcome::Applied,
+    };
     reply
 }
 
@@ -385,21 +524,39 @@ mod tests {
         assert!(
             matches!(&p.neighbors[1], NeighborChange::Added(s) if s.address.to_string() == "198.51.100.4")
         );
-        // A new hold time for the group: both sessions restart with it.
+        // A new hold time for the group: both sessions keep running (the next OPEN
+        // proposes it); a description too.
         let d = config(2, 2, "", &["198.51.100.2", "198.51.100.3"]);
-        let text_changed = config_with(
+        let hold = config_with(
             2,
             2,
             "",
-            "hold-time = 30\n",
+            "hold-time = 30\ndescription = \"transit\"\n",
             &["198.51.100.2", "198.51.100.3"],
         );
-        let p = plan(&d, &active(&d), &text_changed);
+        let p = plan(&d, &active(&d), &hold);
         assert_eq!(p.neighbors.len(), 2);
         assert!(p
             .neighbors
             .iter()
-            .all(|n| matches!(n, NeighborChange::Changed(_, s) if s.hold_time == 30)));
+            .all(|n| matches!(n, NeighborChange::Settings(_, s) if s.hold_time == 30)));
+        // A family (a capability in the OPEN): both restart, saying why.
+        let families = config_with(
+            2,
+            2,
+            "",
+            "family = [\"inet-unicast\"]\n",
+            &["198.51.100.2", "198.51.100.3"],
+        );
+        let p = plan(&d, &active(&d), &families);
+        assert!(
+            p.neighbors
+                .iter()
+                .all(|n| matches!(n, NeighborChange::Changed(_, _, why)
+                if why == &["families (capabilities in the OPEN)"])),
+            "{:?}",
+            p.neighbors
+        );
         // What waits for a restart stays as it runs.
         let kept = applied_config(&a, c);
         assert_eq!(kept.path_selection, a.path_selection);

@@ -10,6 +10,7 @@ use crate::updates_log::UpdatesLog;
 use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
+use ribshard_mgmt::api::ReloadRequest;
 use ribshard_mgmt::ServerConfig;
 use ribshard_mrt::Bgp4mpSession;
 use std::net::IpAddr;
@@ -114,6 +115,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         );
         {
             let mut live = daemon.live.write().await;
+            live.sort_active();
             let networks = live.config.originate.clone();
             daemon.originate(&mut live, networks);
         }
@@ -151,13 +153,17 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                 _ = hup.recv() => {
                     let began = Instant::now();
                     info!("SIGHUP: reloading the configuration");
-                    crate::reload::reload(&daemon).await;
+                    crate::reload::reload(&daemon, &ReloadRequest::default()).await;
                     main_work.item(began.elapsed());
                 }
-                Some(reply) = reload_rx.recv() => {
+                Some((request, reply)) = reload_rx.recv() => {
                     let began = Instant::now();
-                    info!("configure reload: reloading the configuration");
-                    let _ = reply.send(crate::reload::reload(&daemon).await);
+                    if request.dry_run {
+                        info!("configure reload --dry-run: what a reload would do");
+                    } else {
+                        info!("configure reload: reloading the configuration");
+                    }
+                    let _ = reply.send(crate::reload::reload(&daemon, &request).await);
                     main_work.item(began.elapsed());
                 }
                 _ = usr1.recv() => log_signal("SIGUSR1", &daemon).await,
@@ -199,15 +205,17 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
 /// Answers a signal that has no action with the sessions' states, in one line.
 async fn log_signal(name: &str, daemon: &Daemon) {
     let live = daemon.live.read().await;
+    // The neighbors configured now, not every session slot ever used (a reload's removed
+    // neighbors, originated networks and injected MRT peers hold slots too).
     let up = live
-        .sessions
-        .peers
+        .active
         .iter()
+        .filter_map(|(i, _)| live.sessions.peers.get(*i))
         .filter(|h| h.status().state == ribshard_fsm::State::Established)
         .count();
     info!(
         established = up,
-        neighbors = live.sessions.peers.len(),
+        neighbors = live.active.len(),
         "{name} received: nothing to do (`ribshard show bgp summary` shows the sessions)"
     );
 }

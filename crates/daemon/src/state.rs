@@ -14,12 +14,20 @@ use std::time::{Duration, Instant, SystemTime};
 /// by peer index (indexes are never reused).
 pub struct Live {
     pub config: Config,
+    /// In address order (then port), as `show bgp summary` and `show bgp neighbor` list
+    /// them: [`Live::sort_active`] after every change.
     pub active: Vec<(usize, PeerSettings)>,
     pub peers: Vec<PeerSettings>,
     pub sessions: Sessions,
 }
 
 impl Live {
+    /// Puts the neighbors configured now in address order: a session restarted by a
+    /// reload must not move in the lists operators read.
+    pub fn sort_active(&mut self) {
+        self.active.sort_by_key(|(_, s)| (s.address, s.port));
+    }
+
     /// A peer index for a source of routes that is not a session (originated networks,
     /// an injected MRT peer), shown with `settings`.
     pub fn reserve(&mut self, settings: PeerSettings) -> u32 {

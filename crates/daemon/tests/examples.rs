@@ -40,7 +40,7 @@ fn route(prefix: &str, path: &str, comms: &[&str]) -> Route {
 /// "accepted by policy P term T" or "rejected by ...", and the rest of the report.
 fn decide(c: &Config, chain: &[&str], r: &Route) -> String {
     let names: Vec<String> = chain.iter().map(|s| s.to_string()).collect();
-    test(c, &names, r).unwrap()
+    test(c, &names, r).unwrap().text()
 }
 
 #[test]

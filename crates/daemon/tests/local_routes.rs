@@ -67,7 +67,7 @@ fn originated_networks_follow_their_covering_routes() {
         "[mrt]\nupdates = \"{}\"\nrotate-interval = 900\n",
         log.display()
     );
-    let _rs = ribshard_ns(&lab.dut, &dir, &format!("{originate}{DOWNSTREAM}{mrt}"));
+    let rs = ribshard_ns(&lab.dut, &dir, &format!("{originate}{DOWNSTREAM}{mrt}"));
     let down = downstream(&lab, &dir);
     let has = |p: &str| down.cmd(&format!("show route {p} all"));
     // Always: advertised with our AS as its whole path.
@@ -107,6 +107,23 @@ fn originated_networks_follow_their_covering_routes() {
         "not withdrawn by the reload"
     );
     assert!(down.established("peer"), "the session was kept");
+    // SIGUSR1's log line counts the neighbors configured, not the slots that originated
+    // networks hold beside them.
+    let ok = Command::new("kill")
+        .args(["-USR1", &rs.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    assert!(wait(10, || log_of(&dir).contains("SIGUSR1 received")));
+    let log = log_of(&dir);
+    let line = log
+        .lines()
+        .find(|l| l.contains("SIGUSR1 received"))
+        .unwrap();
+    assert!(
+        line.contains("established=1") && line.contains("neighbors=1"),
+        "{line}"
+    );
     // The BGP4MP log holds the session's state change (bgpdump reads it).
     let files: Vec<_> = std::fs::read_dir(&dir)
         .unwrap()

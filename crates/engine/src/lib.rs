@@ -24,4 +24,6 @@ pub mod socket;
 pub mod telemetry;
 
 pub use negotiate::{Negotiated, PeerSettings};
-pub use session::{Inbound, Policies, PolicyApplied, SessionHandle, SessionStatus, Sessions};
+pub use session::{
+    needs_new_session, Inbound, SessionHandle, SessionStatus, Sessions, SettingsApplied,
+};

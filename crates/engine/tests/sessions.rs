@@ -4,7 +4,7 @@
 mod common;
 
 use common::rawpeer::RawPeer;
-use ribshard_engine::session::{Clear, SessionError};
+use ribshard_engine::session::{Clear, SessionError, SessionStatus};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -16,6 +16,7 @@ use ribshard_wire::{
 };
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::sync::atomic::{AtomicU16, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
@@ -214,6 +215,7 @@ async fn wrong_peer_as_gets_bad_peer_as() {
 
 #[tokio::test]
 async fn prefix_limit_tears_down_with_cease_and_data() {
+    let (log, _guard) = Captured::start();
     let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
     let mut cfg = settings(IpAddr::from([127, 0, 0, 6]), 179, 65006);
     cfg.prefix_limits = [Some((100, true, None)), None];
@@ -240,6 +242,107 @@ async fn prefix_limit_tears_down_with_cease_and_data() {
         (n.code, n.subcode),
         (code::CEASE, cease::CONNECTION_REJECTED)
     );
+    // Said in the log, as BIRD says "Connection rejected".
+    let text = log.text();
+    assert!(
+        text.contains("connection rejected") && text.contains("held down by its prefix limit"),
+        "{text}"
+    );
+}
+
+/// The log, as a test's thread-local subscriber writes it.
+#[derive(Clone, Default)]
+struct Captured(Arc<std::sync::Mutex<Vec<u8>>>);
+
+impl std::io::Write for Captured {
+    fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(b);
+        Ok(b.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Captured {
+    /// What this thread logs from now until the guard goes (the sessions of a
+    /// `#[tokio::test]` run on its thread).
+    fn start() -> (Captured, tracing::subscriber::DefaultGuard) {
+        let log = Captured::default();
+        let writer = log.clone();
+        let guard = tracing::subscriber::set_default(
+            tracing_subscriber::fmt()
+                .with_ansi(false)
+                .with_writer(move || writer.clone())
+                .finish(),
+        );
+        (log, guard)
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
+    }
+}
+
+/// `teardown = false`: the session stays, and the crossing is logged once (not once per
+/// UPDATE), then once more when the neighbor is back within the limit.
+#[tokio::test]
+async fn a_prefix_limit_without_teardown_logs_each_crossing_once() {
+    let (log, _guard) = Captured::start();
+    let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+    let mut cfg = settings(IpAddr::from([127, 0, 0, 16]), 179, 65016);
+    cfg.prefix_limits = [Some((5, false, None)), None];
+    let (s, _rx) = start(vec![cfg], listen).await;
+    let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 16]), listen).await;
+    p.establish(65016, 90).await;
+    // 20 UPDATEs of 3 routes: over the limit from the second on.
+    for i in 0..20u32 {
+        p.send(&updates(3, 0x0f00_0000 + (i << 16))).await;
+    }
+    let held = |st: &SessionStatus| st.updates_received >= 20;
+    assert!(
+        s.peers[0].wait_for(Duration::from_secs(5), held).await,
+        "{:?}",
+        s.peers[0].status()
+    );
+    assert_eq!(s.peers[0].status().state, State::Established);
+    let count = |t: &str| log.text().matches(t).count();
+    assert_eq!(count("prefix limit exceeded"), 1, "{}", log.text());
+    // Withdrawn down to 3 routes: back within, logged once with what happened meanwhile.
+    let b = UpdateBuilder::new(SessionParams {
+        four_octet_as: true,
+        ..SessionParams::default()
+    });
+    let mut out = Vec::new();
+    let gone: Vec<Nlri> = (1..20u32)
+        .flat_map(|i| {
+            (0..3u32).map(move |j| {
+                Nlri::new(Prefix::V4 {
+                    addr: 0x0f00_0000 + (i << 16) + (j << 8),
+                    len: 24,
+                })
+            })
+        })
+        .collect();
+    b.withdraw(Family::Ipv4Unicast, &gone, &mut out);
+    p.send(&out).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while count("back within the prefix limit") == 0 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let text = log.text();
+    assert_eq!(count("back within the prefix limit"), 1, "{text}");
+    assert!(
+        text.contains("peak=60") && text.contains("batches_over=19"),
+        "{text}"
+    );
+    // A second crossing is logged again.
+    p.send(&updates(3, 0x0f10_0000)).await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    while count("prefix limit exceeded") < 2 && tokio::time::Instant::now() < deadline {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(count("prefix limit exceeded"), 2, "{}", log.text());
 }
 
 #[tokio::test]

@@ -184,6 +184,13 @@ impl Fsm {
     pub fn config(&self) -> &Config {
         &self.config
     }
+    /// New settings from a configuration change, the session kept: ConnectRetryTime,
+    /// PassiveTcpEstablishment, DelayOpen and IdleHoldTime apply from their next use; the
+    /// hold time is what our OPEN proposes (RFC 4271 section 4.2), so a caller changes it
+    /// only as it sends a new OPEN.
+    pub fn set_config(&mut self, c: Config) {
+        self.config = c;
+    }
     /// ConnectRetryCounter: failed attempts since the last manual start or stop.
     pub fn connect_retry_counter(&self) -> u32 {
         self.connect_retry_counter

@@ -537,11 +537,55 @@ pub struct Cleared {
     pub error: Option<String>,
 }
 
+/// What a reload did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReloadOutcome {
+    /// The file's changes are in force (some may wait for a restart: `needs_restart`).
+    Applied,
+    /// The file says what runs already.
+    Unchanged,
+    /// Errors in the file, or no file to read: nothing changed.
+    #[default]
+    Rejected,
+    /// A dry run: nothing changed; `changes` says what a reload of the file would do.
+    Planned,
+}
+
+impl ReloadOutcome {
+    /// The configuration in the file is the one running: the reload succeeded.
+    pub fn succeeded(self) -> bool {
+        self != ReloadOutcome::Rejected
+    }
+}
+
+impl std::fmt::Display for ReloadOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            ReloadOutcome::Applied => "applied",
+            ReloadOutcome::Unchanged => "unchanged",
+            ReloadOutcome::Rejected => "rejected",
+            ReloadOutcome::Planned => "planned (dry run: nothing changed)",
+        })
+    }
+}
+
+/// `POST /v1/configure/reload`'s body, optional: without one, what SIGHUP does.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReloadRequest {
+    /// Say what a reload would do, change nothing (`configure reload --dry-run`).
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Another file to compare with the running configuration (`config diff FILE`): only
+    /// with `dry_run`. Absent: the daemon's own file.
+    #[serde(default)]
+    pub file: Option<String>,
+}
+
 /// `POST /v1/configure/reload`: what SIGHUP does.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ReloadReply {
-    /// `applied`, `unchanged` or `rejected` (errors in the file: nothing changed).
-    pub outcome: String,
+    pub outcome: ReloadOutcome,
     /// Every error as `file:line: key: reason`.
     pub errors: Vec<String>,
     /// What changed, in words.

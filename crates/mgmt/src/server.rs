@@ -4,8 +4,8 @@
 
 use crate::api::{
     ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
-    Group, Injected, MrtFile, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads,
-    WorkQueues,
+    Group, Injected, MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteRequest, RouteSummary,
+    Summary, Threads, WorkQueues,
 };
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -77,7 +77,7 @@ pub trait Backend: Send + Sync + 'static {
     fn work_queues(&self) -> impl Future<Output = WorkQueues> + Send;
     fn convergence(&self) -> impl Future<Output = Convergence> + Send;
     fn clear(&self, r: ClearRequest) -> impl Future<Output = Result<ClearReply, ApiError>> + Send;
-    fn reload(&self) -> impl Future<Output = ReloadReply> + Send;
+    fn reload(&self, r: ReloadRequest) -> impl Future<Output = ReloadReply> + Send;
     fn fib_summary(&self) -> impl Future<Output = FibSummary> + Send;
     /// Our routes as the kernel holds them (all, or the one `destination` names: a prefix,
     /// or the longest covering an address).
@@ -372,8 +372,19 @@ async fn clear<B: Backend>(
     Ok(Json(s.backend.clear(r).await?))
 }
 
-async fn reload<B: Backend>(State(s): State<AppState<B>>) -> Json<ReloadReply> {
-    Json(s.backend.reload().await)
+/// The body is optional (`curl -X POST` with none reloads), else a [`ReloadRequest`].
+async fn reload<B: Backend>(
+    State(s): State<AppState<B>>,
+    body: Bytes,
+) -> Result<Json<ReloadReply>, ApiError> {
+    let r: ReloadRequest = if body.iter().all(u8::is_ascii_whitespace) {
+        ReloadRequest::default()
+    } else {
+        serde_json::from_slice::<Option<ReloadRequest>>(&body)
+            .map_err(|e| ApiError::BadRequest(format!("reload request: {e}")))?
+            .unwrap_or_default()
+    };
+    Ok(Json(s.backend.reload(r).await))
 }
 
 /// Prometheus text (0.0.4) unless the scraper asks for OpenMetrics.

@@ -14,8 +14,12 @@
 //! then = { local-preference = 200, action = "accept" }
 //! ```
 
+use serde::de::value::{MapAccessDeserializer, SeqAccessDeserializer};
+use serde::de::{self, Deserializer, IntoDeserializer, MapAccess, SeqAccess, Unexpected, Visitor};
 use serde::Deserialize;
 use std::collections::BTreeMap;
+use std::fmt;
+use std::marker::PhantomData;
 
 /// `[policy-options]`.
 #[derive(Clone, Debug, Default, Deserialize, PartialEq, Eq, Hash)]
@@ -80,8 +84,7 @@ pub struct TermDef {
 }
 
 /// One or several, as TOML lets both be written.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum OneOrMore<T> {
     One(T),
     More(Vec<T>),
@@ -107,13 +110,12 @@ pub struct PrefixListFilterDef {
 }
 
 /// `route-filter PREFIX MATCH`, as a table or as one string `"10.0.0.0/8 orlonger"`.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum RouteFilterDef {
     Text(String),
+    /// `{ prefix, match }`.
     Table {
         prefix: String,
-        #[serde(rename = "match")]
         match_type: String,
     },
 }
@@ -159,8 +161,7 @@ pub struct FromDef {
 }
 
 /// A number set, or changed by an amount.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum NumberAction {
     Set(u32),
     Change(ChangeDef),
@@ -174,8 +175,7 @@ pub struct ChangeDef {
 }
 
 /// `as-path-prepend`: these AS numbers, or our own AS this many times.
-#[derive(Clone, Debug, Deserialize, PartialEq, Eq, Hash)]
-#[serde(untagged)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum PrependDef {
     Own(u32),
     Asns(Vec<u32>),
@@ -206,4 +206,183 @@ pub struct ThenDef {
     pub next_hop: Option<String>,
     /// `igp`, `egp` or `incomplete`.
     pub origin: Option<String>,
+}
+
+// The values that may be written two ways. serde's untagged enums answer a wrong type with
+// "data did not match any variant of untagged enum ..."; these say what was expected, in
+// words, and pass on the inner value's own error (a list member of the wrong type, say).
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for OneOrMore<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(PhantomData<T>);
+        impl<'de, T: Deserialize<'de>> Visitor<'de> for V<T> {
+            type Value = OneOrMore<T>;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("one value or a list of them")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(SeqAccessDeserializer::new(a)).map(OneOrMore::More)
+            }
+            fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                T::deserialize(MapAccessDeserializer::new(a)).map(OneOrMore::One)
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(OneOrMore::One)
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(OneOrMore::One)
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(OneOrMore::One)
+            }
+            fn visit_bool<E: de::Error>(self, v: bool) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(OneOrMore::One)
+            }
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<Self::Value, E> {
+                T::deserialize(v.into_deserializer()).map(OneOrMore::One)
+            }
+        }
+        d.deserialize_any(V(PhantomData))
+    }
+}
+
+impl<'de> Deserialize<'de> for RouteFilterDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        #[derive(Deserialize)]
+        #[serde(deny_unknown_fields)]
+        struct Table {
+            prefix: String,
+            #[serde(rename = "match")]
+            match_type: String,
+        }
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = RouteFilterDef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "\"PREFIX MATCH\" (as \"10.0.0.0/8 orlonger\") or a table { prefix, match }",
+                )
+            }
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<Self::Value, E> {
+                Ok(RouteFilterDef::Text(v.to_string()))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                let t = Table::deserialize(MapAccessDeserializer::new(a))?;
+                Ok(RouteFilterDef::Table {
+                    prefix: t.prefix,
+                    match_type: t.match_type,
+                })
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for NumberAction {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = NumberAction;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a number from 0 to 4294967295 (written without quotes), \
+                     or a table { add = N } or { subtract = N }",
+                )
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u32::try_from(v)
+                    .map(NumberAction::Set)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                u32::try_from(v)
+                    .map(NumberAction::Set)
+                    .map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                ChangeDef::deserialize(MapAccessDeserializer::new(a)).map(NumberAction::Change)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl<'de> Deserialize<'de> for PrependDef {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = PrependDef;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str(
+                    "a count (our own AS that many times) or a list of AS numbers, \
+                     written without quotes",
+                )
+            }
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<Self::Value, E> {
+                u32::try_from(v)
+                    .map(PrependDef::Own)
+                    .map_err(|_| E::invalid_value(Unexpected::Signed(v), &self))
+            }
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<Self::Value, E> {
+                u32::try_from(v)
+                    .map(PrependDef::Own)
+                    .map_err(|_| E::invalid_value(Unexpected::Unsigned(v), &self))
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, a: A) -> Result<Self::Value, A::Error> {
+                Vec::deserialize(SeqAccessDeserializer::new(a)).map(PrependDef::Asns)
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "kebab-case")]
+    struct T {
+        then: Option<ThenDef>,
+        from: Option<FromDef>,
+    }
+
+    fn err(text: &str) -> String {
+        toml::from_str::<T>(text).unwrap_err().message().to_string()
+    }
+
+    #[test]
+    fn values_written_two_ways_say_what_was_expected() {
+        let e = err("then = { local-preference = \"80\" }");
+        assert!(
+            e.contains("invalid type: string \"80\", expected a number from 0 to 4294967295"),
+            "{e}"
+        );
+        let e = err("then = { metric = -1 }");
+        assert!(e.contains("invalid value: integer `-1`"), "{e}");
+        let e = err("then = { as-path-prepend = \"65000\" }");
+        assert!(e.contains("expected a count (our own AS"), "{e}");
+        let e = err("from = { peer-as = [65001, \"x\"] }");
+        assert!(
+            e.contains("invalid type: string \"x\", expected u32"),
+            "{e}"
+        );
+        let e = err("from = { route-filter = [7] }");
+        assert!(e.contains("expected \"PREFIX MATCH\""), "{e}");
+        let ok: T = toml::from_str(
+            "then = { local-preference = { add = 10 }, as-path-prepend = [1, 2] }\n\
+             from = { community = \"a\", peer-as = 1, route-filter = [\"10.0.0.0/8 exact\", \
+             { prefix = \"10.0.0.0/8\", match = \"exact\" }] }",
+        )
+        .unwrap();
+        let then = ok.then.unwrap();
+        assert!(matches!(
+            then.local_preference,
+            Some(NumberAction::Change(_))
+        ));
+        assert_eq!(then.as_path_prepend, Some(PrependDef::Asns(vec![1, 2])));
+        let from = ok.from.unwrap();
+        assert_eq!(from.peer_as, Some(OneOrMore::One(1)));
+        assert_eq!(from.route_filter.map(|r| r.len()), Some(2));
+    }
 }

@@ -22,6 +22,16 @@ pub const DAY_ONE_RIB_FIB: f64 = 4.0;
 /// A measured speedup below this is within this machine's noise: the threads did not pay.
 const PAYS: f64 = 1.10;
 
+/// A time saved below this is within this machine's noise however large the ratio: medians
+/// of one setting under a second move by about this much from run to run here.
+const NOISE_S: f64 = 0.10;
+
+/// Whether a measurement separates the threaded setting from the single-threaded mode:
+/// faster by [`PAYS`] and by [`NOISE_S`].
+fn separates(r: &Row) -> bool {
+    r.speedup() >= PAYS && r.single_s - r.threaded_s >= NOISE_S
+}
+
 /// What the running daemon reports of its workload.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct Workload {
@@ -117,7 +127,7 @@ fn paid(measured: &Measured) -> Vec<String> {
     measured
         .rows
         .iter()
-        .filter(|r| r.speedup() >= PAYS)
+        .filter(|r| separates(r))
         .map(describe)
         .collect()
 }
@@ -223,9 +233,28 @@ pub fn advise(m: &Machine, w: Option<&Workload>, measured: &Measured) -> Advice 
             ));
         }
         let same_machine = measured.cores == Some(cores);
-        let measured_pays = like.is_some_and(|r| r.speedup() >= PAYS);
+        let measured_pays = like.is_some_and(separates);
+        if let Some(r) = like.filter(|r| !separates(r) && r.speedup() > 1.0) {
+            reasons.push(format!(
+                "{:.2} s against {:.2} s is within run-to-run noise (a gain counts from {:.0}% and {NOISE_S:.2} s): the measurements do not separate the two modes for this workload",
+                r.single_s,
+                r.threaded_s,
+                (PAYS - 1.0) * 100.0
+            ));
+        }
         let ratio_pays = ratio >= DAY_ONE_RIB_FIB;
-        if measured_pays && same_machine {
+        if cores < THREADS_FROM_CORES {
+            // docs/OPERATIONS.md: shards + update threads + 1 or 2 CPUs for the rest.
+            reasons.push(format!(
+                "{cores} cores: below {THREADS_FROM_CORES}, shards and update threads would take the CPUs the sessions and the kernel need (docs/OPERATIONS.md){}",
+                if measured_pays {
+                    ", although the workload measured most like this one gained: compare both settings on this machine with `ribshard show bgp convergence` before choosing threads"
+                } else {
+                    ""
+                }
+            ));
+            single(&mut reasons)
+        } else if measured_pays && same_machine {
             reasons.push(format!(
                 "on a machine of this size that is a gain of {:.0}% or more: threads pay",
                 (PAYS - 1.0) * 100.0
@@ -264,7 +293,7 @@ pub fn advise(m: &Machine, w: Option<&Workload>, measured: &Measured) -> Advice 
         let lost: Vec<String> = measured
             .rows
             .iter()
-            .filter(|r| r.speedup() < PAYS)
+            .filter(|r| !separates(r))
             .map(short)
             .collect();
         reasons.push(format!(

@@ -1,5 +1,5 @@
 use super::machine::{cpu_list, Machine, Nic, NumaNode};
-use super::measured::measured;
+use super::measured::{measured, Measured, Row};
 use super::*;
 
 fn machine(logical: usize, cores: usize) -> Machine {
@@ -68,8 +68,36 @@ fn the_benchmarks_machine_follows_its_measurements() {
         text.contains(&format!("{:.2} s single-threaded", two.single_s)),
         "{text}"
     );
-    let threaded = two.speedup() >= 1.10;
+    // Below four cores: single-threaded, as docs/OPERATIONS.md says, whatever was measured.
+    let threaded = cores >= THREADS_FROM_CORES && separates(two);
     assert_eq!(a.number_of_threads > 0, threaded, "{text}");
+}
+
+/// Two cores and a small table: 0.10 s against 0.08 s is noise, and two cores are below the
+/// rule's four: single-threaded, saying both (it advised 2 shards "filling 1 CPU").
+#[test]
+fn two_cores_and_a_gain_within_noise_stay_single_threaded() {
+    let m = Measured {
+        machine: "AMD EPYC, 2 cores".into(),
+        cores: Some(2),
+        date: "2026-11-26".into(),
+        rows: vec![Row {
+            scenario: "full-table".into(),
+            routes: 157_861,
+            upstreams: 1,
+            downstreams: 1,
+            rib_fib: 1.0,
+            single_s: 0.10,
+            threaded: "2x2".into(),
+            threaded_s: 0.08,
+        }],
+    };
+    let a = advise(&machine(2, 2), Some(&workload(150_000, 150_000, 1)), &m);
+    let text = a.reasons.join("\n");
+    assert_eq!((a.number_of_shards, a.number_of_threads), (1, 0), "{text}");
+    assert!(text.contains("within run-to-run noise"), "{text}");
+    assert!(text.contains("2 cores: below 4"), "{text}");
+    assert!(!text.contains("fill"), "{text}");
 }
 
 #[test]

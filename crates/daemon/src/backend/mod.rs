@@ -26,7 +26,7 @@ use tokio::sync::mpsc;
 #[derive(Clone)]
 pub struct Api {
     pub daemon: Arc<Daemon>,
-    pub reloads: mpsc::Sender<tokio::sync::oneshot::Sender<ReloadReply>>,
+    pub reloads: mpsc::Sender<(ReloadRequest, tokio::sync::oneshot::Sender<ReloadReply>)>,
 }
 
 const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
@@ -796,14 +796,14 @@ impl Backend for Api {
         Ok(ClearReply { neighbors })
     }
 
-    async fn reload(&self) -> ReloadReply {
+    async fn reload(&self, r: ReloadRequest) -> ReloadReply {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let gone = || ReloadReply {
-            outcome: "rejected".into(),
+            outcome: ReloadOutcome::Rejected,
             errors: vec!["the daemon is shutting down".into()],
             ..ReloadReply::default()
         };
-        if self.reloads.send(tx).await.is_err() {
+        if self.reloads.send((r, tx)).await.is_err() {
             return gone();
         }
         rx.await.unwrap_or_else(|_| gone())

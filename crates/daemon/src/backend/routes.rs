@@ -33,13 +33,15 @@ struct Renderer {
     detail: bool,
     /// The CLI's text (Junos' layout), else JSON lines.
     text: bool,
+    /// The clock when the request came, for the text layouts' route ages.
+    now: u32,
 }
 
 impl RenderRoute for Renderer {
     fn render(&self, r: &ShownRoute, out: &mut Vec<u8>) {
         match (self.text, self.detail) {
-            (true, false) => super::text::brief(r, &self.names, out),
-            (true, true) => super::text::detail(r, &self.names, out),
+            (true, false) => super::text::brief(r, &self.names, self.now, out),
+            (true, true) => super::text::detail(r, &self.names, self.now, out),
             (false, _) => {
                 let api = route(r, &self.names, self.detail);
                 if serde_json::to_writer(&mut *out, &api).is_ok() {
@@ -118,6 +120,7 @@ pub(super) async fn routes(
         names,
         detail: q.detail,
         text,
+        now: ribshard_rib::clock::now(),
     });
     let only = q.shard;
     let max_paths = chunk_paths(text, q.detail);

@@ -93,25 +93,10 @@ fn prefix(out: &mut Vec<u8>, p: &ribshard_wire::Prefix) {
     }
 }
 
-/// Seconds since a path arrived.
+/// Seconds since a path arrived, at `now` (read once per request: a thread-local clock
+/// read every so many routes froze across requests).
 fn age_of(now: u32, p: &PathView) -> u64 {
     u64::from(now.saturating_sub(p.path.since()))
-}
-
-/// The clock for ages, read once every 1,024 routes a thread renders: ages are whole
-/// seconds, and a whole table is rendered in a fraction of one.
-fn clock() -> u32 {
-    std::thread_local! {
-        static NOW: std::cell::Cell<(u32, u32)> = const { std::cell::Cell::new((0, 0)) };
-    }
-    NOW.with(|c| {
-        let (mut now, n) = c.get();
-        if n % 1024 == 0 {
-            now = ribshard_rib::clock::now();
-        }
-        c.set((now, n.wrapping_add(1)));
-        now
-    })
 }
 
 fn spaces(out: &mut Vec<u8>, n: usize) {
@@ -241,8 +226,7 @@ fn brief_attrs(raw: &[u8], four_octet: bool) -> Brief<'_> {
 }
 
 /// One route of `show route`.
-pub(super) fn brief(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
-    let now = clock();
+pub(super) fn brief(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<u8>) {
     for (i, p) in r.view.paths.iter().enumerate() {
         let (a, next_hop) = match &r.advertised {
             Some((e, params)) => (
@@ -310,7 +294,7 @@ pub(super) fn brief(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
 }
 
 /// One route of `show route detail`: every attribute, and why each path won or lost.
-pub(super) fn detail(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
+pub(super) fn detail(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<u8>) {
     let active = r
         .view
         .paths
@@ -326,7 +310,6 @@ pub(super) fn detail(r: &ShownRoute, names: &PeerNames, out: &mut Vec<u8>) {
         active
     );
     const PAD: &[u8] = b"                ";
-    let now = clock();
     for p in &r.view.paths {
         let Some(s) = shown(r, p) else { continue };
         let a = &s.attrs;
@@ -628,7 +611,7 @@ mod tests {
     fn brief_layout() {
         let (r, names) = route();
         let mut out = Vec::new();
-        brief(&r, &names, &mut out);
+        brief(&r, &names, ribshard_rib::clock::now(), &mut out);
         let want = "\
 1.0.0.0/24         *[BGP/170] AGE, from 127.0.0.20
                       AS path: 2497 13335 I
@@ -644,7 +627,7 @@ mod tests {
     fn detail_layout() {
         let (r, names) = route();
         let mut out = Vec::new();
-        detail(&r, &names, &mut out);
+        detail(&r, &names, ribshard_rib::clock::now(), &mut out);
         let text = without_ages(out);
         let want_start = "\
 1.0.0.0/24 (shard rs-shard-1, 2 entries, 1 announced)

@@ -6,7 +6,8 @@ pub mod render;
 
 use ribshard_mgmt::api::{
     ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
-    MrtFile, Neighbor, ReloadReply, RouteRequest, RouteSummary, Summary, Threads, WorkQueues,
+    MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteRequest, RouteSummary, Summary, Threads,
+    WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
 use std::io::{self, Write};
@@ -27,7 +28,7 @@ pub enum Request {
     Threads,
     WorkQueues,
     Clear(ClearRequest),
-    Reload,
+    Reload(ReloadRequest),
     FibSummary,
     /// `show route forwarding-table [DESTINATION]`.
     ForwardingTable(Option<String>),
@@ -164,8 +165,12 @@ pub fn parse_configure(words: &[String]) -> Result<Request, Usage> {
         .collect::<Vec<_>>()
         .as_slice()
     {
-        ["reload"] => Ok(Request::Reload),
-        _ => Err(usage("configure reload")),
+        ["reload"] => Ok(Request::Reload(ReloadRequest::default())),
+        ["reload", "--dry-run" | "dry-run"] => Ok(Request::Reload(ReloadRequest {
+            dry_run: true,
+            file: None,
+        })),
+        _ => Err(usage("configure reload [--dry-run]")),
     }
 }
 
@@ -231,8 +236,8 @@ fn encode(s: &str) -> String {
 }
 
 /// Asks the daemon and prints the answer; `json`: the API's JSON as it comes. Returns
-/// whether the answer says all is well: false when `fib verify` found differences (the
-/// command's exit status says so too).
+/// whether the answer says all is well: false when `fib verify` found differences or a
+/// reload was rejected (the command's exit status says so too).
 pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool, ClientError> {
     let c = Client::new(endpoint);
     let mut well = true;
@@ -261,7 +266,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::Threads => "/v1/threads".into(),
         Request::WorkQueues => "/v1/work-queues".into(),
         Request::Clear(_) => "/v1/bgp/clear".into(),
-        Request::Reload => "/v1/configure/reload".into(),
+        Request::Reload(_) => "/v1/configure/reload".into(),
         Request::FibSummary => "/v1/fib/summary".into(),
         Request::ForwardingTable(d) => match d {
             Some(d) => format!("/v1/fib/routes?destination={}", encode(d)),
@@ -313,8 +318,10 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
                 render::clear(&reply)
             }
         }
-        Request::Reload => {
-            let reply: ReloadReply = c.post(&path, &()).await?;
+        Request::Reload(r) => {
+            let reply: ReloadReply = c.post(&path, &r).await?;
+            // A rejected file is a failure: scripts and systemd's ExecReload see it.
+            well = reply.outcome.succeeded();
             if json {
                 serde_json::to_string_pretty(&reply)? + "\n"
             } else {
@@ -395,7 +402,17 @@ mod tests {
             }))
         );
         assert!(parse_clear(&words("bgp neighbor 10.0.0.1 gently")).is_err());
-        assert_eq!(parse_configure(&words("reload")), Ok(Request::Reload));
+        assert_eq!(
+            parse_configure(&words("reload")),
+            Ok(Request::Reload(ReloadRequest::default()))
+        );
+        assert!(matches!(
+            parse_configure(&words("reload --dry-run")),
+            Ok(Request::Reload(ReloadRequest {
+                dry_run: true,
+                file: None
+            }))
+        ));
         assert_eq!(
             query(&RouteRequest {
                 destination: Some("2001:db8::/32".into()),

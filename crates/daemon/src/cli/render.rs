@@ -588,6 +588,12 @@ pub fn reload(r: &ReloadReply) -> String {
     for c in &r.changes {
         let _ = writeln!(o, "  {c}");
     }
+    if r.outcome == ribshard_mgmt::api::ReloadOutcome::Planned
+        && r.changes.is_empty()
+        && r.needs_restart.is_empty()
+    {
+        o.push_str("  nothing would change\n");
+    }
     for e in &r.errors {
         let _ = writeln!(o, "{e}");
     }

@@ -37,7 +37,7 @@ pub enum ErrorKind {
     /// A key this table does not have, and where it belongs or what was meant.
     #[error("{0}")]
     UnknownKey(String),
-    #[error("the file is empty: a configuration needs at least [bgp] local-as, router-id and a neighbor")]
+    #[error("the file is empty: a configuration needs at least [bgp] local-as and router-id")]
     Empty,
     #[error("is required")]
     Missing,
@@ -45,8 +45,6 @@ pub enum ErrorKind {
     Invalid { value: String, why: &'static str },
     #[error("{value} is defined twice (first at line {first})")]
     Duplicate { value: String, first: usize },
-    #[error("no neighbors are configured")]
-    NoNeighbors,
     #[error("{address} port {port} is our own listen address (bgp.listen): the session would be with ourselves")]
     OwnListenAddress { address: IpAddr, port: u16 },
     #[error("{0}")]
@@ -62,6 +60,8 @@ pub enum WarningKind {
     MoreThreadsThanCpus { threads: u32, cpus: usize },
     #[error("{0}")]
     Policy(ribshard_policy::PolicyWarning),
+    #[error("no neighbors are configured: the daemon runs and waits for a reload that adds some")]
+    NoNeighbors,
 }
 
 /// One finding about the configuration, located: an [`Error`] or a [`Warning`].
@@ -214,6 +214,7 @@ pub fn check(text: &str, path: &Path) -> Checked {
         }
         warnings = warned
             .into_iter()
+            .filter(|(key, _)| !echoed_warning(&collected.blanked, key))
             .map(|(key, kind)| located(line_of(&key), key).with(kind))
             .collect();
     }
@@ -237,10 +238,29 @@ fn echo(blanked: &[String], key: &str, kind: &ErrorKind) -> bool {
         ErrorKind::Missing => blanked
             .iter()
             .any(|b| b == key || collect::distance(&last(b), &last(key)) <= 2),
-        ErrorKind::NoNeighbors => !blanked.is_empty(),
         ErrorKind::OwnListenAddress { .. } => blanked.iter().any(|b| b.starts_with("bgp.listen")),
         _ => blanked.iter().any(|b| b == key),
     }
+}
+
+/// Whether a warning follows from a key set aside for an error: under that key, or in the
+/// same policy statement (a term whose `then` was set aside "has no action", and the terms
+/// after it "are never reached").
+fn echoed_warning(blanked: &[String], key: &str) -> bool {
+    let statement = |k: &str| -> Option<String> {
+        let mut parts = k.splitn(4, '.');
+        let (a, b, c) = (parts.next()?, parts.next()?, parts.next()?);
+        (a == "policy-options" && b == "policy-statement").then(|| {
+            // `in.term[0]...` or `in`: the statement's name without its term index.
+            format!("{a}.{b}.{}", c.split('[').next().unwrap_or(c))
+        })
+    };
+    blanked.iter().any(|b| {
+        key == b
+            || key.starts_with(&format!("{b}."))
+            || key.starts_with(&format!("{b}["))
+            || statement(b).is_some_and(|s| statement(key) == Some(s))
+    })
 }
 
 /// Finds the line of a key path in the document.

@@ -941,8 +941,9 @@ fn resolve_into(
             });
         }
     }
+    // A route server is often brought up empty and filled by reloads (as BIRD allows).
     if peers.is_empty() && errs.is_empty() {
-        errs.push(("bgp.group".into(), ErrorKind::NoNeighbors));
+        warns.push(("bgp.group".into(), WarningKind::NoNeighbors));
     }
     let m = raw.management.unwrap_or_default();
     if m.socket.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {

@@ -105,6 +105,15 @@ pub fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
     (p, dump)
 }
 
+/// A TCP port the OS has free on `addr` now (bound, then released for the daemon that the
+/// test configures with it).
+pub fn free_port(addr: &str) -> u16 {
+    std::net::TcpListener::bind((addr, 0))
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
 pub fn wait(secs: u64, mut f: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + Duration::from_secs(secs);
     while Instant::now() < end {

@@ -268,6 +268,8 @@ pub enum ToUpdate {
         group: GroupId,
         member: MemberId,
         token: u64,
+        /// The oldest receipt of routes first sent by this dump (the start-up deferral's).
+        received: Option<Instant>,
     },
     /// A shard has handed on everything before a [`Broadcast::Marker`].
     Marker {

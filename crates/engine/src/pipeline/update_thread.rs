@@ -35,6 +35,9 @@ pub(super) struct UpdateWorker {
     written: HashMap<GroupId, Arc<Histogram>>,
     /// Markers seen, by (peer, token): how many shards have passed them.
     markers: HashMap<(PeerIndex, u64), usize>,
+    /// Table dumps carrying routes no one was sent before (after the start-up deferral),
+    /// by (group, member, token): the shards whose part has ended, and the oldest receipt.
+    first_dumps: HashMap<(GroupId, MemberId, u64), (usize, Option<Instant>)>,
     /// Live changes not yet encoded, per group, in arrival order, with the oldest receipt
     /// time behind them. A group's are packed together once the queue runs dry and the
     /// group is ready (a member's socket can take more, [`UpdateGroup::ready`]), before any
@@ -88,6 +91,7 @@ impl UpdateWorker {
             telemetry,
             written: HashMap::new(),
             markers: HashMap::new(),
+            first_dumps: HashMap::new(),
             held: BTreeMap::new(),
             held_entries: 0,
             deferred_moves: Vec::new(),
@@ -191,6 +195,38 @@ impl UpdateWorker {
                     .or_insert_with(|| telemetry.written(group, &g.spec.name))
                     .observe(at.elapsed());
             }
+        }
+    }
+
+    /// A shard's part of a dump has ended; once every shard's has, a dump that carried
+    /// routes first sent by it (learned during the start-up deferral) counts in the group's
+    /// receipt-to-written histogram, from the oldest of them, once per member it went to.
+    fn first_dump_ended(
+        &mut self,
+        group: GroupId,
+        member: MemberId,
+        token: u64,
+        received: Option<Instant>,
+    ) {
+        let key = (group, member, token);
+        let (seen, oldest) = self.first_dumps.entry(key).or_insert((0, None));
+        *seen += 1;
+        if let Some(r) = received {
+            *oldest = Some(oldest.map_or(r, |o| o.min(r)));
+        }
+        if *seen < self.shards {
+            return;
+        }
+        let oldest = *oldest;
+        self.first_dumps.remove(&key);
+        // No shard had routes waiting: an ordinary dump, not a delayed first send.
+        let Some(oldest) = oldest else { return };
+        if let Some(g) = self.groups.get(&group) {
+            let telemetry = &self.telemetry;
+            self.written
+                .entry(group)
+                .or_insert_with(|| telemetry.written(group, &g.spec.name))
+                .observe(oldest.elapsed());
         }
     }
 
@@ -403,10 +439,12 @@ impl UpdateWorker {
                 group,
                 member,
                 token,
+                received,
             } => {
                 if let Some(g) = self.groups.get_mut(&group) {
                     g.dump_end(shard, member, token);
                 }
+                self.first_dump_ended(group, member, token, received);
                 self.dumps_ended();
             }
             ToUpdate::Barrier(ack) => {

@@ -70,26 +70,83 @@ enum Control {
     Stop(Stop),
     Incoming(TcpStream),
     Clear(Clear, oneshot::Sender<Result<(), ClearError>>),
-    Policy(Policies, oneshot::Sender<PolicyApplied>),
+    Settings(Box<PeerSettings>, oneshot::Sender<SettingsApplied>),
 }
 
-/// A neighbor's import and export policy chains.
-#[derive(Clone, Debug)]
-pub struct Policies {
-    pub import: Arc<ribshard_policy::Chain>,
-    pub export: Arc<ribshard_policy::Chain>,
-}
-
-/// What a policy change did to a session that is up (nothing to one that is not: it uses
-/// the new policies when it comes up).
+/// What a change of settings did to a session that is up (nothing to one that is not: it
+/// uses the new settings when it comes up).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PolicyApplied {
+pub struct SettingsApplied {
     /// The new import policy is being applied to the routes the neighbor sent, kept as
     /// received (no route refresh asked of it).
     pub reimported: bool,
-    /// The neighbor moved to the update group of its new export policy; it is sent what
-    /// the policy changes.
+    /// The neighbor moved to the update group of its new export (policy or next hop); it
+    /// is sent what that changes.
     pub regrouped: bool,
+}
+
+/// The settings a neighbor's OPEN, or its connection, carries: a change of any of these
+/// needs a new session (RFC 4271 fixes them when the OPENs are exchanged), as do the
+/// routing roles the shards take when it comes up. Empty when the change can be applied
+/// to the running one; else each reason, in words an operator can act on.
+pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static str> {
+    let mut why = Vec::new();
+    let mut differ = |changed: bool, what: &'static str| {
+        if changed {
+            why.push(what);
+        }
+    };
+    differ(
+        was.address != now.address || was.port != now.port,
+        "address or port",
+    );
+    differ(was.local_address != now.local_address, "local-address");
+    differ(was.local_as != now.local_as, "local-as (in the OPEN)");
+    differ(
+        was.peer_as != now.peer_as,
+        "peer-as (checked against its OPEN)",
+    );
+    differ(was.router_id != now.router_id, "router-id (in the OPEN)");
+    differ(was.internal != now.internal, "type (internal or external)");
+    differ(
+        was.families != now.families,
+        "families (capabilities in the OPEN)",
+    );
+    differ(
+        was.add_path_receive != now.add_path_receive || was.add_path_send != now.add_path_send,
+        "add-path (a capability in the OPEN)",
+    );
+    differ(was.role != now.role, "role (a capability in the OPEN)");
+    differ(
+        was.authentication_key != now.authentication_key,
+        "authentication-key (TCP MD5 on the connection)",
+    );
+    differ(
+        was.ttl_security != now.ttl_security || was.multihop != now.multihop,
+        "ttl-security or multihop (the connection's TTL)",
+    );
+    let (a, b) = (&was.routing, &now.routing);
+    // Routing roles the shards and loop checks read when the session comes up.
+    differ(
+        a.group != b.group,
+        "group (update groups never span configured groups)",
+    );
+    differ(
+        a.cluster != b.cluster || a.cluster_ids != b.cluster_ids,
+        "cluster (route reflection: how its routes are reflected and checked for loops)",
+    );
+    differ(
+        a.route_server_client != b.route_server_client,
+        "route-server-client (how its routes are decided and sent)",
+    );
+    differ(
+        a.loops != b.loops
+            || a.global_as != b.global_as
+            || a.local_as_private != b.local_as_private
+            || a.no_prepend_global_as != b.no_prepend_global_as,
+        "loops or local-as options (checks on the routes as received)",
+    );
+    why
 }
 
 /// How a session is stopped.
@@ -163,13 +220,20 @@ impl SessionHandle {
             .map_err(|_| ClearError::Gone)?;
         rx.await.unwrap_or(Err(ClearError::Gone))
     }
-    /// New import and export policies, applied with the session kept up.
-    pub async fn set_policies(&mut self, p: Policies) -> PolicyApplied {
-        self.settings.routing.import = p.import.clone();
-        self.settings.routing.export = p.export.clone();
+    /// New settings, applied with the session kept up: only those
+    /// [`needs_new_session`] finds no reason in (the caller checks). Policies apply to
+    /// the routes kept as received and to what the neighbor is sent; prefix limits at
+    /// once; the hold time from the next OPEN; timers from their next start.
+    pub async fn apply_settings(&mut self, s: PeerSettings) -> SettingsApplied {
+        self.settings = s.clone();
         let (tx, rx) = oneshot::channel();
-        if self.tx.send(Control::Policy(p, tx)).await.is_err() {
-            return PolicyApplied::default();
+        if self
+            .tx
+            .send(Control::Settings(Box::new(s), tx))
+            .await
+            .is_err()
+        {
+            return SettingsApplied::default();
         }
         rx.await.unwrap_or_default()
     }
@@ -303,6 +367,17 @@ impl Sessions {
     /// MD5 key and GTSM go on the listeners of its family, and incoming connections from its
     /// address reach it. Returns its peer index.
     pub async fn add(&mut self, s: PeerSettings) -> io::Result<usize> {
+        self.add_after(s, None).await
+    }
+
+    /// [`Sessions::add`] for a neighbor whose earlier session (peer index `previous`) a
+    /// configuration change ended: the operator's history of the neighbor goes on (flaps,
+    /// transitions, the last error and NOTIFICATIONs, the Cease we sent among them).
+    pub async fn add_after(
+        &mut self,
+        s: PeerSettings,
+        previous: Option<usize>,
+    ) -> io::Result<usize> {
         for (addr, l) in &self.sockets {
             if addr.is_ipv4() != s.address.is_ipv4() {
                 continue;
@@ -319,7 +394,16 @@ impl Sessions {
         }
         let i = self.peers.len();
         let (tx, rx) = mpsc::channel(16);
-        let (status_tx, status_rx) = watch::channel(SessionStatus::default());
+        let mut initial = SessionStatus::default();
+        if let Some(old) = previous.and_then(|j| self.peers.get(j)) {
+            let o = old.status();
+            initial.flaps = o.flaps;
+            initial.established_transitions = o.established_transitions;
+            initial.last_error = o.last_error;
+            initial.last_sent = o.last_sent;
+            initial.last_received = o.last_received;
+        }
+        let (status_tx, status_rx) = watch::channel(initial);
         let counters = Arc::new(SessionCounters::default());
         let output = Arc::new(std::sync::Mutex::new(None));
         let session = Session::new(

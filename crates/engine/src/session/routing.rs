@@ -2,12 +2,12 @@
 //! its member joins an update group), leaving it, handing routes on in per-shard batches,
 //! graceful-restart stale routes, and prefix limits (RFC 4486).
 
-use super::task::Session;
+use super::task::{OverLimit, Session};
 use super::{Inbound, SessionError};
-use crate::negotiate::Negotiated;
+use crate::negotiate::{build_open, Negotiated, PeerSettings};
 use crate::pipeline::{Routed, Target};
 use ribshard_adjout::MemberId;
-use ribshard_fsm::{Action, Event};
+use ribshard_fsm::{Action, Config as FsmConfig, Event};
 use ribshard_policy::Source;
 use ribshard_rib::shard::families;
 use ribshard_rib::{GroupKind, GroupSpec, Import, Interner, LoopChecks, PeerInfo};
@@ -97,10 +97,7 @@ impl Session {
         // paths pass unchanged): the neighbor sees the local AS and, unless
         // no-prepend-global-as, the global one; its routes get the local AS in front unless
         // private. Both ASes are ours for loop detection.
-        let masquerade = !self.s.internal
-            && !r.route_server_client
-            && r.global_as != 0
-            && r.global_as != self.s.local_as;
+        let masquerade = self.masquerade();
         self.ingress_prepend = (masquerade && !r.local_as_private).then_some(self.s.local_as);
         self.interner = Some(Interner::new(LoopChecks {
             local_as: self.s.local_as,
@@ -111,50 +108,7 @@ impl Session {
             prepended: self.ingress_prepend.is_some(),
         }));
         self.batcher = Some(p.batcher(peer));
-        let kind = if r.route_server_client {
-            GroupKind::RouteServer
-        } else if self.s.internal {
-            GroupKind::Internal {
-                client_cluster: r.cluster.map(u32::from),
-            }
-        } else {
-            GroupKind::External
-        };
-        let next_hop_self = r.next_hop_self.unwrap_or(kind == GroupKind::External);
-        let needs_local = next_hop_self;
-        let local = self
-            .conn
-            .as_ref()
-            .and_then(|c| c.local_addr())
-            .map(|a| a.ip())
-            .filter(|_| needs_local);
-        let spec = GroupSpec {
-            name: r.group.clone(),
-            kind,
-            local_as: self.s.local_as,
-            global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
-            peer_as: self.group_peer_as(kind),
-            router_id: self.s.router_id,
-            next_hop_self,
-            local_v4: match local {
-                Some(IpAddr::V4(a)) => Some(a),
-                _ => None,
-            },
-            local_v6: match local {
-                Some(IpAddr::V6(a)) => Some(a),
-                _ => None,
-            },
-            export: r.export.clone(),
-            params: ribshard_wire::SessionParams {
-                four_octet_as: n.four_octet_as,
-                extended_message: n.extended_message,
-                add_path: n.add_path_send,
-                external: false,
-                mrt_rib: false,
-            },
-            families: families(&n.families),
-            role: if self.s.internal { None } else { self.s.role },
-        };
+        let spec = self.group_spec(n);
         self.epoch += 1;
         let member = self.conn.as_ref().map(|c| {
             let sink: Box<dyn ribshard_adjout::Sink> = Box::new(c.route_sink(self.name()));
@@ -195,6 +149,67 @@ impl Session {
         }
     }
 
+    /// What the neighbor's update group must share with it: how it is sent routes.
+    fn group_spec(&self, n: &Negotiated) -> GroupSpec {
+        let r = &self.s.routing;
+        let masquerade = self.masquerade();
+        let kind = if r.route_server_client {
+            GroupKind::RouteServer
+        } else if self.s.internal {
+            GroupKind::Internal {
+                client_cluster: r.cluster.map(u32::from),
+            }
+        } else {
+            GroupKind::External
+        };
+        let next_hop_self = r.next_hop_self.unwrap_or(kind == GroupKind::External);
+        let needs_local = next_hop_self;
+        let local = self
+            .conn
+            .as_ref()
+            .and_then(|c| c.local_addr())
+            .map(|a| a.ip())
+            .filter(|_| needs_local);
+        GroupSpec {
+            name: r.group.clone(),
+            kind,
+            local_as: self.s.local_as,
+            global_as: (masquerade && !r.no_prepend_global_as).then_some(r.global_as),
+            peer_as: self.group_peer_as(kind),
+            router_id: self.s.router_id,
+            next_hop_self,
+            local_v4: match local {
+                Some(IpAddr::V4(a)) => Some(a),
+                _ => None,
+            },
+            local_v6: match local {
+                Some(IpAddr::V6(a)) => Some(a),
+                _ => None,
+            },
+            export: r.export.clone(),
+            params: ribshard_wire::SessionParams {
+                four_octet_as: n.four_octet_as,
+                extended_message: n.extended_message,
+                add_path: n.add_path_send,
+                external: false,
+                mrt_rib: false,
+            },
+            families: families(&n.families),
+            role: if self.s.internal { None } else { self.s.role },
+        }
+    }
+
+    /// Junos `local-as` towards an external neighbor (not a route server client, whose
+    /// paths pass unchanged): it sees the local AS, and the global one unless
+    /// no-prepend-global-as.
+    fn masquerade(&self) -> bool {
+        let r = &self.s.routing;
+        !self.s.internal
+            && !r.route_server_client
+            && r.global_as != 0
+            && r.global_as != self.s.local_as
+    }
+
     /// The peer's import policy, with what its actions need of the session.
     fn import(&self) -> Arc<Import> {
         Arc::new(Import {
@@ -224,15 +239,37 @@ impl Session {
         }
     }
 
-    /// New import and export policies (a reload changed them), applied with the session
-    /// kept: the import policy again to the routes kept as received, and the member moved
-    /// to the update group of its new export policy, which sends it what changes.
-    pub(super) fn set_policies(&mut self, new: super::Policies) -> super::PolicyApplied {
-        let mut done = super::PolicyApplied::default();
-        let import_changed = self.s.routing.import != new.import;
-        let export_changed = self.s.routing.export != new.export;
-        self.s.routing.import = new.import;
-        self.s.routing.export = new.export;
+    /// New settings (a reload changed them; [`super::needs_new_session`] found nothing that
+    /// needs a new session), applied with the session kept: the import policy again to the
+    /// routes kept as received; the member moved to the update group of its new export
+    /// (policy, next hop), which sends it what changes; prefix limits checked at once; the
+    /// hold time proposed in the next OPEN; the timers from their next start.
+    pub(super) fn apply_settings(&mut self, new: PeerSettings) -> super::SettingsApplied {
+        let mut done = super::SettingsApplied::default();
+        let import_changed = self.s.routing.import != new.routing.import;
+        let limits_changed = self.s.prefix_limits != new.prefix_limits;
+        if new.hold_time != self.s.hold_time {
+            // Sent with the next OPEN; the FSM takes it then (Action::SendOpen).
+            self.next_open = Some(build_open(&new));
+        }
+        self.s = new;
+        self.send_hold = Duration::from_secs(u64::from(self.s.send_hold_time));
+        let fsm = FsmConfig {
+            hold_time: self.fsm.config().hold_time,
+            connect_retry_time: self.s.connect_retry_time,
+            passive: self.s.passive,
+            idle_hold_time: Some(self.s.connect_retry_time.min(10)),
+            ..*self.fsm.config()
+        };
+        self.fsm.set_config(fsm);
+        if limits_changed {
+            // A crossing is logged again under the new limits; a lowered limit the
+            // neighbor is over now acts now (a teardown, or the log line).
+            self.over_limit = [None, None];
+            if self.fsm.state() == ribshard_fsm::State::Established && self.check_prefix_limits() {
+                return done;
+            }
+        }
         let Some(p) = self.pipeline.clone() else {
             return done;
         };
@@ -247,12 +284,10 @@ impl Session {
             self.inlet.extend(msgs);
             done.reimported = true;
         }
-        if let (true, Some(j)) = (export_changed, self.joined.clone()) {
-            let mut spec = (*j.spec).clone();
-            spec.export = self.s.routing.export.clone();
-            spec.peer_as = self.group_peer_as(spec.kind);
+        if let (Some(j), Some(n)) = (self.joined.clone(), self.negotiated.clone()) {
+            let spec = self.group_spec(&n);
             if spec != *j.spec {
-                info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export policy changed: moved to the update group of the new policy, sent what changes");
+                info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export changed: moved to the update group of the new export, sent what changes");
                 let (msgs, joined) = p.regroup(&j, spec);
                 self.inlet.extend(msgs);
                 self.joined = Some(joined);
@@ -296,10 +331,31 @@ impl Session {
             };
             let count = self.adj_rib_in[f.index()].len();
             if count as u64 <= u64::from(max) {
+                if let Some(o) = self.over_limit[f.index()].take() {
+                    info!(
+                        neighbor = %self.name(), family = %f, count, max, peak = o.peak,
+                        batches_over = o.batches,
+                        "back within the prefix limit"
+                    );
+                }
                 continue;
             }
             if !teardown {
-                warn!(neighbor = %self.name(), family = %f, count, max, "prefix limit exceeded");
+                // Once per crossing: a table arriving over the limit would log every batch.
+                if let Some(o) = &mut self.over_limit[f.index()] {
+                    o.batches += 1;
+                    o.peak = o.peak.max(count);
+                } else {
+                    warn!(
+                        neighbor = %self.name(), family = %f, count, max,
+                        "prefix limit exceeded (teardown = false: routes kept; \
+                         logged again once back within it)"
+                    );
+                    self.over_limit[f.index()] = Some(OverLimit {
+                        batches: 1,
+                        peak: count,
+                    });
+                }
                 continue;
             }
             warn!(neighbor = %self.name(), family = %f, count, max, "prefix limit exceeded: tearing down");

@@ -87,11 +87,22 @@ pub(super) struct Shared {
     pub(super) output: Arc<std::sync::Mutex<Option<Arc<Progress>>>>,
 }
 
+/// A prefix limit crossed with `teardown = false`.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct OverLimit {
+    /// UPDATE batches found over the limit since the crossing was logged.
+    pub(super) batches: u64,
+    /// The most routes held meanwhile.
+    pub(super) peak: usize,
+}
+
 pub(super) struct Session {
     pub(super) index: usize,
     pub(super) s: PeerSettings,
     pub(super) fsm: Fsm,
     pub(super) our_open: Open,
+    /// Our OPEN for the next connection, when a reload changed what it proposes.
+    pub(super) next_open: Option<Open>,
     pub(super) conn: Option<Conn>,
     pub(super) connecting: Option<JoinHandle<io::Result<TcpStream>>>,
     /// A second, incoming connection waiting for its OPEN to resolve a collision.
@@ -131,6 +142,11 @@ pub(super) struct Session {
     pub(super) ending: Ending,
     /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
     pub(super) held_down: bool,
+    /// Per family, over a prefix limit that does not tear down: since when it is logged,
+    /// and how often it was found over since (logged once per crossing, then counted).
+    pub(super) over_limit: [Option<OverLimit>; 2],
+    /// Connections refused since the last log line about them, and when that was.
+    rejected: (u64, Option<Instant>),
     pub(super) send_hold: Duration,
     /// UPDATEs handled and not yet counted in the status ([`Session::publish_received`]).
     pub(super) unpublished_updates: u64,
@@ -154,6 +170,7 @@ impl Session {
         Session {
             index,
             our_open: build_open(&s),
+            next_open: None,
             send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
             unpublished_updates: 0,
             s,
@@ -165,6 +182,8 @@ impl Session {
             negotiated: None,
             adj_rib_in: Default::default(),
             refreshing: [None, None],
+            over_limit: [None, None],
+            rejected: (0, None),
             status: shared.status,
             counters: shared.counters,
             output: shared.output,
@@ -373,8 +392,8 @@ impl Session {
             Control::Clear(how, reply) => {
                 let _ = reply.send(self.clear(how));
             }
-            Control::Policy(p, reply) => {
-                let _ = reply.send(self.set_policies(p));
+            Control::Settings(s, reply) => {
+                let _ = reply.send(self.apply_settings(*s));
             }
         }
     }
@@ -463,6 +482,7 @@ impl Session {
             warn!(neighbor = %self.name(), "cannot set socket options: {e}");
         }
         if self.admin_down || self.held_down {
+            self.log_rejected(stream.peer_addr().ok());
             tokio::spawn(reject(
                 stream,
                 Notification::new(code::CEASE, cease::CONNECTION_REJECTED, vec![]),
@@ -565,6 +585,32 @@ impl Session {
             .send_modify(|st| st.last_error = Some(Stamped::now(e)));
     }
 
+    /// A connection refused while the session is held or shut down, logged as BIRD does
+    /// ("Connection rejected"), at most once a minute with how many came meanwhile: a
+    /// neighbor retrying every few seconds would fill the log.
+    fn log_rejected(&mut self, from: Option<std::net::SocketAddr>) {
+        self.rejected.0 += 1;
+        let due = self
+            .rejected
+            .1
+            .is_none_or(|t| t.elapsed() >= Duration::from_secs(60));
+        if !due {
+            return;
+        }
+        let why = if self.held_down {
+            "held down by its prefix limit until cleared (ribshard clear bgp neighbor)"
+        } else {
+            "administratively down"
+        };
+        info!(
+            neighbor = %self.name(),
+            from = ?from,
+            count = self.rejected.0,
+            "connection rejected (Cease / Connection Rejected): {why}"
+        );
+        self.rejected = (0, Some(Instant::now()));
+    }
+
     pub(super) fn set_held_down(&mut self, on: bool) {
         self.held_down = on;
         if on {
@@ -626,7 +672,17 @@ impl Session {
                         c.close();
                     }
                 }
-                Action::SendOpen => self.send(Bytes::from(self.our_open.encode())),
+                Action::SendOpen => {
+                    // A hold time changed by a reload: proposed from this OPEN on, and the
+                    // FSM negotiates with what this OPEN says.
+                    if let Some(open) = self.next_open.take() {
+                        self.our_open = open;
+                        let mut c = *self.fsm.config();
+                        c.hold_time = self.s.hold_time;
+                        self.fsm.set_config(c);
+                    }
+                    self.send(Bytes::from(self.our_open.encode()))
+                }
                 Action::SendKeepalive => self.send(Bytes::copy_from_slice(&keepalive())),
                 Action::SendNotification(n) => self.notify(n),
                 Action::StartConnectRetryTimer(s) => self.timers.connect_retry = Some(secs(s)),

@@ -8,6 +8,7 @@ use crate::pipeline::Membership;
 use ribshard_adjout::{Entry, GroupId, MemberId, Previous};
 use ribshard_rib::{DumpKey, DumpOrder, ExportCache, Exported, GroupSpec, Position};
 use ribshard_wire::{Family, Prefix};
+use std::time::Instant;
 // foldhash (hashbrown's default), as the shard's own table: these are the shard's prefixes.
 use hashbrown::HashMap;
 use std::sync::Arc;
@@ -37,6 +38,18 @@ pub(super) struct DumpWalk {
     /// takes it as its count when the walk ends with nothing changed meanwhile, instead of
     /// a counting walk looking up every prefix's export again.
     tally: Advertised,
+    /// The oldest receipt of what the dump carries that no one was sent before (the routes
+    /// learned during the start-up deferral): the update group measures from it.
+    received: Option<Instant>,
+}
+
+impl DumpWalk {
+    /// The dump carries routes received since `at` that no one has been sent.
+    pub(super) fn received_since(&mut self, at: Instant) {
+        if !self.started {
+            self.received = Some(self.received.map_or(at, |r| r.min(at)));
+        }
+    }
 }
 
 /// The specs a moved member was exported to under, each with an export cache of its own.
@@ -216,6 +229,7 @@ impl ShardWorker {
             started: false,
             changed: HashMap::new(),
             tally: Advertised::default(),
+            received: None,
             previous: previous.map(|p| Before {
                 specs: p
                     .specs
@@ -379,6 +393,7 @@ impl ShardWorker {
                         group,
                         member,
                         token,
+                        received: d.received,
                     },
                 );
             }

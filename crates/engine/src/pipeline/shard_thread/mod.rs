@@ -187,6 +187,14 @@ pub(super) struct ShardWorker {
     /// The members that came up while advertising was deferred, held back until
     /// [`Broadcast::AdvertiseNow`]: the shard decides meanwhile but exports to none of them.
     held_members: Vec<Held>,
+    /// Convergence markers (peer, token) that came while advertising was deferred: the
+    /// groups get that neighbor's routes in the table dumps that follow the deferral, so the
+    /// markers go on only once those dumps are done (`show bgp convergence` would otherwise
+    /// count the neighbor's routes sent the moment its End-of-RIB came).
+    held_markers: Vec<(PeerIndex, u64)>,
+    /// The oldest receipt among the routes decided while no one was told (the start-up
+    /// deferral): the dumps after it measure "receipt to UPDATE written" from there.
+    unreported_since: Option<Instant>,
     /// Members moving to another group ([`Broadcast::Regroup`]), each move as (from, to)
     /// in order: the group they come from goes on getting their changes until their dump
     /// in the new group starts.
@@ -265,6 +273,8 @@ impl ShardWorker {
             rendered_hint: 0,
             deferring,
             held_members: Vec::new(),
+            held_markers: Vec::new(),
+            unreported_since: None,
             paths_before_downs: None,
             moving: HashMap::new(),
             taps,
@@ -483,9 +493,15 @@ impl ShardWorker {
                 for (m, token, previous) in std::mem::take(&mut self.held_members) {
                     self.add_member(m, token, previous);
                 }
+                if let Some(at) = self.unreported_since.take() {
+                    for d in self.dumps.iter_mut() {
+                        d.received_since(at);
+                    }
+                }
                 for t in self.taps.iter_mut() {
                     t.advertising();
                 }
+                self.release_markers();
             }
             Broadcast::Resolution => {
                 let n = self.shard.resolution_changed();
@@ -544,17 +560,44 @@ impl ShardWorker {
                 }
             }
             Broadcast::Marker { peer, token } => {
-                // Everything before it goes out first: decided, exported, handed on.
-                self.drain();
-                let shard = self.index;
-                let threads = match &self.out {
-                    Out::Threads(s, _) => s.len(),
-                    Out::Inline(_) => 1,
-                };
-                for t in 0..threads {
-                    self.send_update(t, ToUpdate::Marker { shard, peer, token });
+                // Advertising held (members waiting for the deferral's end), or markers
+                // held already: after the dumps, in order.
+                if self.advertising_held() || !self.held_markers.is_empty() {
+                    self.held_markers.push((peer, token));
+                } else {
+                    self.send_marker(peer, token);
                 }
             }
+        }
+    }
+
+    /// Whether this shard's exports wait for the start-up deferral's end: the deferral is
+    /// on, or members it held are not yet in their groups (the flag clears before this
+    /// shard has taken [`Broadcast::AdvertiseNow`]).
+    fn advertising_held(&self) -> bool {
+        self.deferring.load(Ordering::Acquire) || !self.held_members.is_empty()
+    }
+
+    fn send_marker(&mut self, peer: PeerIndex, token: u64) {
+        // Everything before it goes out first: decided, exported, handed on.
+        self.drain();
+        let shard = self.index;
+        let threads = match &self.out {
+            Out::Threads(s, _) => s.len(),
+            Out::Inline(_) => 1,
+        };
+        for t in 0..threads {
+            self.send_update(t, ToUpdate::Marker { shard, peer, token });
+        }
+    }
+
+    /// Sends the markers held through a deferral once its table dumps are done.
+    fn release_markers(&mut self) {
+        if self.held_markers.is_empty() || self.advertising_held() || !self.dumps.is_empty() {
+            return;
+        }
+        for (peer, token) in std::mem::take(&mut self.held_markers) {
+            self.send_marker(peer, token);
         }
     }
 
@@ -607,7 +650,9 @@ impl ShardWorker {
             }
             return;
         }
-        if !self.dump_step() {
+        if self.dump_step() {
+            self.release_markers();
+        } else {
             self.count_step();
         }
     }
@@ -653,7 +698,8 @@ impl ShardWorker {
         if self.groups.is_empty() && self.dumps.is_empty() && self.taps.is_empty() {
             // No one to tell (the start-up deferral): decided, not reported.
             self.stats.changes += self.shard.decide_unreported() as u64;
-            self.observe_decided();
+            let received = self.observe_decided();
+            self.unreported(received);
             return;
         }
         let changes = self.shard.drain_changes();
@@ -666,6 +712,7 @@ impl ShardWorker {
         }
         let received = self.observe_decided();
         if self.groups.is_empty() {
+            self.unreported(received);
             return;
         }
         let mut out: Vec<(usize, GroupId, Vec<Entry>)> = Vec::new();
@@ -704,6 +751,14 @@ impl ShardWorker {
                     received,
                 },
             );
+        }
+    }
+
+    /// Routes received at `received` were decided while advertising is held: the dumps
+    /// that follow the deferral carry them first.
+    fn unreported(&mut self, received: Option<Instant>) {
+        if let (Some(t), true) = (received, self.advertising_held()) {
+            self.unreported_since = Some(self.unreported_since.map_or(t, |u| u.min(t)));
         }
     }
 
