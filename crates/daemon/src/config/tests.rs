@@ -370,3 +370,27 @@ fn management_defaults_and_errors() {
     let e = errors(&format!("{HEAD}{neighbor}[management]\nsockets = \"/x\"\n"));
     assert_eq!((e[0].0, e[0].1.as_str()), (Some(11), "management.sockets"));
 }
+
+/// A value of the wrong type in a policy says what was expected, in words, and nothing
+/// that follows from setting it aside (the term "has no action", the next "never reached").
+#[test]
+fn a_policy_value_of_the_wrong_type_is_one_worded_error() {
+    let text = format!(
+        "{HEAD}{ONE_NEIGHBOR}import = [\"in\"]\n\
+         [[policy-options.policy-statement.in.term]]\nname = \"a\"\n\
+         then = {{ local-preference = \"80\", action = \"accept\" }}\n\
+         [[policy-options.policy-statement.in.term]]\nname = \"b\"\nthen = {{ action = \"reject\" }}\n"
+    );
+    let c = check(&text, Path::new("test.toml"));
+    let Err(Errors(e)) = c.config else {
+        panic!("accepted")
+    };
+    assert_eq!(e.len(), 1, "{e:?}");
+    let said = e[0].to_string();
+    assert!(
+        said.contains("then.local-preference") && said.contains("expected a number"),
+        "{said}"
+    );
+    assert!(!said.contains("untagged"), "{said}");
+    assert!(c.warnings.is_empty(), "{:?}", c.warnings);
+}
