@@ -999,6 +999,34 @@ fn a_daemon_started_without_neighbors_takes_them_from_a_reload() {
         .replace("import = [\"accept\"]", "import = [\"reject\"]"),
     )
     .unwrap();
+    // Asked first: what it would do, nothing done.
+    let (text, ok) = cli(&sock, &["configure", "reload", "--dry-run"]);
+    assert!(
+        ok && text.starts_with("configuration planned")
+            && text.contains("description \"first upstream\", session kept"),
+        "{text}"
+    );
+    let n = &json::<Vec<Neighbor>>(&sock, &["show", "bgp", "neighbor", "127.0.0.41"])[0];
+    assert_ne!(
+        n.description, "first upstream",
+        "a dry run changed it: {n:?}"
+    );
+    // Another file, compared only: a capability would restart the session, and says so.
+    let candidate = dir.join("candidate.toml");
+    std::fs::write(
+        &candidate,
+        std::fs::read_to_string(&conf).unwrap().replace(
+            "passive = true\n",
+            "passive = true\nadd-path = [\"receive\"]\n",
+        ),
+    )
+    .unwrap();
+    let (text, ok) = cli(&sock, &["config", "diff", candidate.to_str().unwrap()]);
+    assert!(
+        ok && text.contains("session would restart")
+            && text.contains("add-path (a capability in the OPEN) changed"),
+        "{text}"
+    );
     let (text, ok) = cli(&sock, &["configure", "reload"]);
     assert!(
         ok && text.contains("session kept") && !text.contains("session restarted"),

@@ -247,6 +247,7 @@ impl Session {
     pub(super) fn apply_settings(&mut self, new: PeerSettings) -> super::SettingsApplied {
         let mut done = super::SettingsApplied::default();
         let import_changed = self.s.routing.import != new.routing.import;
+        let export_changed = self.s.routing.export != new.routing.export;
         let limits_changed = self.s.prefix_limits != new.prefix_limits;
         if new.hold_time != self.s.hold_time {
             // Sent with the next OPEN; the FSM takes it then (Action::SendOpen).
@@ -287,7 +288,11 @@ impl Session {
         if let (Some(j), Some(n)) = (self.joined.clone(), self.negotiated.clone()) {
             let spec = self.group_spec(&n);
             if spec != *j.spec {
-                info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export changed: moved to the update group of the new export, sent what changes");
+                if export_changed {
+                    info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export policy changed: moved to the update group of the new policy, sent what changes");
+                } else {
+                    info!(neighbor = %self.name(), "next-hop-self changed: moved to the update group that sends it so, sent what changes");
+                }
                 let (msgs, joined) = p.regroup(&j, spec);
                 self.inlet.extend(msgs);
                 self.joined = Some(joined);
