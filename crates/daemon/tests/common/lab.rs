@@ -1,7 +1,7 @@
 //! Namespaces for tests of forwarding and local routes: ribshard's own and its neighbors'
 //! (as on other machines), joined by veth links, with BIRD 2 started in them.
 
-use super::{log_of, output, wait, with_socket, Proc};
+use super::{output, start_ribshard, wait, with_socket, Proc};
 use std::path::Path;
 use std::process::{Command, Stdio};
 
@@ -36,21 +36,9 @@ impl Netns {
     pub fn ribshard(&self, dir: &Path, config: &str) -> Proc {
         let conf = dir.join("ribshard.toml");
         std::fs::write(&conf, with_socket(dir, config)).unwrap();
-        let _ = std::fs::remove_file(dir.join("ribshard.log"));
-        let p = self
-            .command(env!("CARGO_BIN_EXE_ribshard"))
-            .args(["run", "--config"])
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
-            .spawn()
-            .expect("start ribshard");
-        let mut p = Proc(p);
-        let started = wait(30, || {
-            log_of(dir).contains("ribshard running") || matches!(p.0.try_wait(), Ok(Some(_)))
-        });
-        assert!(started, "ribshard did not start:\n{}", log_of(dir));
-        p
+        let mut cmd = self.command(env!("CARGO_BIN_EXE_ribshard"));
+        cmd.args(["run", "--config"]).arg(&conf);
+        start_ribshard(cmd, dir)
     }
 }
 

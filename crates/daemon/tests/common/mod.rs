@@ -84,25 +84,33 @@ pub fn ribshard(dir: &Path, config: &str) -> (Proc, PathBuf) {
     let conf = dir.join("ribshard.toml");
     std::fs::write(&conf, with_socket(dir, config)).unwrap();
     let dump = dir.join("updates.mrt");
-    let p = Command::new(env!("CARGO_BIN_EXE_ribshard"))
-        .arg("run")
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ribshard"));
+    cmd.arg("run")
         .arg("--config")
         .arg(&conf)
         .arg("--dump-updates")
-        .arg(&dump)
+        .arg(&dump);
+    (start_ribshard(cmd, dir), dump)
+}
+
+/// Starts `cmd` (a `ribshard run`) logging to `dir`/ribshard.log, and returns once it says
+/// it runs. Its listeners are bound before it logs that: a neighbor started earlier would
+/// have its first connection refused and wait out its connect-retry timer (OpenBGPD and
+/// BIRD: 120 s), longer than any test waits.
+pub fn start_ribshard(mut cmd: Command, dir: &Path) -> Proc {
+    let log = dir.join("ribshard.log");
+    let _ = std::fs::remove_file(&log);
+    let p = cmd
         .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.join("ribshard.log")).unwrap())
+        .stderr(std::fs::File::create(&log).unwrap())
         .spawn()
         .expect("start ribshard");
     let mut p = Proc(p);
-    // Its listeners are bound before it logs that it runs. A neighbor started earlier
-    // would have its first connection refused and wait out its connect-retry timer
-    // (OpenBGPD and BIRD: 120 s), longer than any test waits.
     let started = wait(30, || {
         log_of(dir).contains("ribshard running") || matches!(p.0.try_wait(), Ok(Some(_)))
     });
     assert!(started, "ribshard did not start in 30 s:\n{}", log_of(dir));
-    (p, dump)
+    p
 }
 
 /// A TCP port the OS has free on `addr` now (bound, then released for the daemon that the

@@ -255,12 +255,10 @@ impl Session {
         }
         self.s = new;
         self.send_hold = Duration::from_secs(u64::from(self.s.send_hold_time));
+        // The hold time stays what the OPEN out (or the next one taken) proposes.
         let fsm = FsmConfig {
             hold_time: self.fsm.config().hold_time,
-            connect_retry_time: self.s.connect_retry_time,
-            passive: self.s.passive,
-            idle_hold_time: Some(self.s.connect_retry_time.min(10)),
-            ..*self.fsm.config()
+            ..super::task::fsm_config(&self.s)
         };
         self.fsm.set_config(fsm);
         if limits_changed {

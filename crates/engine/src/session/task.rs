@@ -87,6 +87,17 @@ pub(super) struct Shared {
     pub(super) output: Arc<std::sync::Mutex<Option<Arc<Progress>>>>,
 }
 
+/// The FSM's settings (RFC 4271 section 8.1.1) from the neighbor's.
+pub(super) fn fsm_config(s: &PeerSettings) -> FsmConfig {
+    FsmConfig {
+        hold_time: s.hold_time,
+        connect_retry_time: s.connect_retry_time,
+        delay_open: None,
+        passive: s.passive,
+        idle_hold_time: Some(s.connect_retry_time.min(10)),
+    }
+}
+
 /// A prefix limit crossed with `teardown = false`.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct OverLimit {
@@ -160,13 +171,7 @@ impl Session {
         tap: Option<mpsc::Sender<Inbound>>,
         pipeline: Option<Arc<Pipeline>>,
     ) -> Session {
-        let fsm = Fsm::new(FsmConfig {
-            hold_time: s.hold_time,
-            connect_retry_time: s.connect_retry_time,
-            delay_open: None,
-            passive: s.passive,
-            idle_hold_time: Some(s.connect_retry_time.min(10)),
-        });
+        let fsm = Fsm::new(fsm_config(&s));
         Session {
             index,
             our_open: build_open(&s),
