@@ -415,9 +415,158 @@ fn show_and_clear_commands_with_bird_peers() {
     let at_b = b.cmd("show route all 198.18.1.0/24");
     assert!(at_b.contains("BGP.as_path: 65040 65041 64999"), "{at_b}");
 
+    // Filters on the paths' attributes: only matching paths, routes left with any.
+    let names = |rs: &[Route]| -> Vec<(String, Vec<String>)> {
+        rs.iter()
+            .map(|r| {
+                (
+                    r.prefix.clone(),
+                    r.paths.iter().map(|p| p.from.clone()).collect(),
+                )
+            })
+            .collect()
+    };
+    let from = |p: &str, who: &[&str]| {
+        (
+            p.to_string(),
+            who.iter().map(|w| w.to_string()).collect::<Vec<_>>(),
+        )
+    };
+    assert_eq!(
+        names(&routes(&sock, &["community", "65042:*"])),
+        [
+            from("192.0.2.0/24", &["127.0.0.42"]),
+            from("203.0.113.0/24", &["127.0.0.42"])
+        ]
+    );
+    assert_eq!(
+        names(&routes(
+            &sock,
+            &["community", "65041:100", "table", "inet.0"]
+        )),
+        [
+            from("198.18.0.0/15", &["127.0.0.41"]),
+            from("198.18.1.0/24", &["127.0.0.41"]),
+            from("203.0.113.0/24", &["127.0.0.41"])
+        ]
+    );
+    // Every member must be there (Junos).
+    assert!(routes(&sock, &["community", "65041:100 65042:100"]).is_empty());
+    assert!(routes(&sock, &["large-community", "65041:*:*"]).is_empty());
+    assert_eq!(
+        names(&routes(
+            &sock,
+            &["aspath-regex", ".* 64999", "198.18.0.0/15", "orlonger"]
+        )),
+        [
+            from("198.18.0.0/15", &["127.0.0.41"]),
+            from("198.18.1.0/24", &["127.0.0.41"])
+        ]
+    );
+    assert_eq!(
+        names(&routes(&sock, &["next-hop", "198.51.100.42"])),
+        [
+            from("192.0.2.0/24", &["127.0.0.42"]),
+            from("203.0.113.0/24", &["127.0.0.42"])
+        ]
+    );
+    let active = routes(&sock, &["active-path", "protocol", "bgp"]);
+    assert_eq!(active.len(), 5);
+    assert!(active
+        .iter()
+        .all(|r| r.paths.len() == 1 && r.paths[0].state == "active"));
+    let count: ribshard_mgmt::api::RouteCount = json(&sock, &["show", "route", "count"]);
+    let counted: Vec<(&str, u64, u64, u64)> = count
+        .tables
+        .iter()
+        .map(|t| (t.table.as_str(), t.destinations, t.routes, t.active))
+        .collect();
+    assert_eq!(counted, [("inet.0", 4, 5, 4), ("inet6.0", 1, 1, 1)]);
+    let (text, ok) = cli(
+        &sock,
+        &["show", "route", "community", "65041:100", "|", "count"],
+    );
+    assert!(ok && text.ends_with("Count: 4 lines\n"), "{text}");
+    for bad in [
+        vec!["show", "route", "community", "65041:x"],
+        vec!["show", "route", "aspath-regex", "(65041"],
+        vec!["show", "route", "protocol", "ospf"],
+    ] {
+        let (text, ok) = cli(&sock, &bad);
+        assert!(!ok && !text.is_empty(), "{bad:?}: {text}");
+    }
+    // terse, and the received / advertised table, in Junos's columns.
+    let (text, _) = cli(&sock, &["show", "route", "203.0.113.0/24", "terse"]);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[4].starts_with("A V Destination"), "{text}");
+    assert_eq!(
+        lines[5].split_whitespace().collect::<Vec<_>>(),
+        [
+            "*",
+            "?",
+            "203.0.113.0/24",
+            "B",
+            "170",
+            "50",
+            ">198.51.100.42",
+            "65042",
+            "I"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        lines[6].split_whitespace().collect::<Vec<_>>(),
+        ["B", "170", "50", "198.51.100.41", "65041", "64999", "I"],
+        "{text}"
+    );
+    let (text, _) = cli(
+        &sock,
+        &[
+            "show",
+            "route",
+            "receive-protocol",
+            "bgp",
+            "127.0.0.41",
+            "table",
+            "inet.0",
+        ],
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[2].split_whitespace().collect::<Vec<_>>(),
+        ["Prefix", "Nexthop", "MED", "Lclpref", "AS", "path"],
+        "{text}"
+    );
+    assert_eq!(
+        lines[3].split_whitespace().collect::<Vec<_>>(),
+        [
+            "*",
+            "198.18.0.0/15",
+            "198.51.100.41",
+            "50",
+            "65041",
+            "64999",
+            "I"
+        ],
+        "{text}"
+    );
+    assert_eq!(
+        lines[5].split_whitespace().collect::<Vec<_>>(),
+        [
+            "203.0.113.0/24",
+            "198.51.100.41",
+            "50",
+            "65041",
+            "64999",
+            "I"
+        ],
+        "{text}"
+    );
+
     // show route summary: shards add up to the tables, which agree with the summary.
     let rsum: RouteSummary = json(&sock, &["show", "route", "summary"]);
     for (t, st) in rsum.tables.iter().zip(&s.tables) {
+        assert_eq!((t.hidden, t.unresolved), (0, 0));
         assert_eq!(t.routes, st.total_paths);
         assert_eq!(t.active, st.active_paths);
         assert_eq!(t.shards.iter().map(|x| x.routes).sum::<u64>(), t.routes);

@@ -55,6 +55,7 @@ fn route_walks_are_sorted_chunked_and_survive_a_reshard() {
         filter: PathFilter::default(),
         advertised: None,
         render: None,
+        matcher: None,
     };
     let mut walk = p.walk_routes(
         query(Selection::Table(Family::Ipv4Unicast, Within::All)),
@@ -173,6 +174,7 @@ fn route_walks_finish_while_routing_keeps_shards_busy() {
             filter: PathFilter::default(),
             advertised: None,
             render: None,
+            matcher: None,
         },
         None,
     );

@@ -285,6 +285,10 @@ pub struct TableSummary {
     pub destinations: u64,
     pub routes: u64,
     pub active: u64,
+    /// Paths never chosen: rejected by import policy or looping (Junos `hidden`).
+    pub hidden: u64,
+    /// Paths whose next hop does not resolve (never chosen either).
+    pub unresolved: u64,
     /// Paths per prefix (Junos "RIB:FIB ratio").
     pub rib_fib_ratio: f64,
     pub shards: Vec<ShardTable>,
@@ -298,6 +302,8 @@ pub struct ShardTable {
     pub destinations: u64,
     pub routes: u64,
     pub active: u64,
+    pub hidden: u64,
+    pub unresolved: u64,
 }
 
 /// The most the RIB has held since the daemon started, sampled every second.
@@ -336,9 +342,43 @@ pub struct RouteRequest {
     pub hidden: bool,
     /// Only the paths import policy rejected (kept as received: a new policy may take them).
     pub rejected: bool,
+    /// Only paths carrying every one of these communities (space-separated, as the policy
+    /// language writes them: `65000:100`, `65000:*`, `no-export`, `target:65000:1`,
+    /// `large:65000:1:*`, regular expressions).
+    pub community: Option<String>,
+    /// Only paths carrying these large communities (`65000:1:2`, `65000:*:*`).
+    pub large_community: Option<String>,
+    /// Only paths whose AS path matches (the policy language's AS path expressions,
+    /// `"65001 .*"`).
+    pub aspath_regex: Option<String>,
+    /// Only paths with this next hop (as received).
+    pub next_hop: Option<String>,
+    /// `bgp` (learned from a neighbor) or `local` (originated, injected from MRT).
+    pub protocol: Option<String>,
+    /// Only the active path of each route.
+    pub active_path: bool,
+    /// Junos `terse`: one line per path (text format).
+    pub terse: bool,
+    /// Counted, not shown: one [`RouteCount`] line.
+    pub count: bool,
     /// `json` (default): JSON lines, one [`Route`] a line. `text`: the CLI's layout (Junos'),
     /// rendered by the daemon so the whole table streams without a client decoding it.
     pub format: Option<String>,
+}
+
+/// What `GET /v1/routes?count=true` answers: the routes the request selects, counted in
+/// the daemon without being rendered.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteCount {
+    pub tables: Vec<TableCount>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct TableCount {
+    pub table: String,
+    pub destinations: u64,
+    pub routes: u64,
+    pub active: u64,
 }
 
 /// One line of `GET /v1/routes` (JSON lines): a prefix with its paths.

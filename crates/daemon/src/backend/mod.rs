@@ -4,6 +4,7 @@
 
 mod fib;
 mod mrt;
+mod route_filter;
 mod routes;
 mod text;
 
@@ -561,6 +562,8 @@ impl Backend for Api {
                             destinations: c.prefixes as u64,
                             routes: c.paths as u64,
                             active: c.active as u64,
+                            hidden: c.hidden as u64,
+                            unresolved: c.unresolved as u64,
                         }
                     })
                     .collect();
@@ -571,6 +574,8 @@ impl Backend for Api {
                     destinations,
                     routes,
                     active: shards.iter().map(|s| s.active).sum(),
+                    hidden: shards.iter().map(|s| s.hidden).sum(),
+                    unresolved: shards.iter().map(|s| s.unresolved).sum(),
                     rib_fib_ratio: if destinations == 0 {
                         0.0
                     } else {

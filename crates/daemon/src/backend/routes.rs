@@ -4,8 +4,10 @@
 use super::peer_index;
 use crate::state::Daemon;
 use bytes::Bytes;
-use ribshard_engine::pipeline::{RenderRoute, RouteQuery, Selection, ShownRoute};
-use ribshard_mgmt::api::{Attributes, Reason, Route, RoutePath, RouteRequest};
+use ribshard_engine::pipeline::{MatchPath, RenderRoute, RouteQuery, Selection, ShownRoute};
+use ribshard_mgmt::api::{
+    Attributes, Reason, Route, RouteCount, RoutePath, RouteRequest, TableCount,
+};
 use ribshard_mgmt::ApiError;
 use ribshard_rib::{Ineligible, PathFilter, PathState, PathView, Within};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -26,23 +28,68 @@ fn chunk_paths(text: bool, detail: bool) -> usize {
     }
 }
 
+/// How a route is laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Layout {
+    /// JSON lines, one [`Route`] a line.
+    Json,
+    /// Junos' brief layout.
+    Brief,
+    Detail,
+    /// Junos `terse`: a line a path.
+    Terse,
+    /// `receive-protocol` / `advertising-protocol`: Junos' Prefix / Nexthop / MED / Lclpref /
+    /// AS path table.
+    Table,
+}
+
+impl Layout {
+    fn of(q: &RouteRequest, text: bool) -> Layout {
+        let exchanged = q.receive_protocol.is_some() || q.advertising_protocol.is_some();
+        match (text, q.detail, q.terse) {
+            (false, _, _) => Layout::Json,
+            (true, true, _) => Layout::Detail,
+            (true, false, true) => Layout::Terse,
+            (true, false, false) if exchanged => Layout::Table,
+            (true, false, false) => Layout::Brief,
+        }
+    }
+
+    /// The lines before a table's routes.
+    fn header(self, table: &str) -> String {
+        match self {
+            Layout::Json => String::new(),
+            Layout::Brief | Layout::Detail => crate::cli::render::table_header(table),
+            Layout::Terse => format!(
+                "\n{table}:\n+ = Active Route, * = Both\n\n{:<1} {:<1} {:<18} {:<1} {:>3} {:>10} {:>10}  {:<16}{}\n",
+                "A", "V", "Destination", "P", "Prf", "Metric 1", "Metric 2", "Next hop", "AS path"
+            ),
+            Layout::Table => format!(
+                "\n{table}:\n  {:<23} {:<20} {:>8} {:>10}    {}\n",
+                "Prefix", "Nexthop", "MED", "Lclpref", "AS path"
+            ),
+        }
+    }
+}
+
 /// How the walk's routes are written, in the shards that hold them.
 #[derive(Debug)]
 struct Renderer {
     names: PeerNames,
+    layout: Layout,
     detail: bool,
-    /// The CLI's text (Junos' layout), else JSON lines.
-    text: bool,
     /// The clock when the request came, for the text layouts' route ages.
     now: u32,
 }
 
 impl RenderRoute for Renderer {
     fn render(&self, r: &ShownRoute, out: &mut Vec<u8>) {
-        match (self.text, self.detail) {
-            (true, false) => super::text::brief(r, &self.names, self.now, out),
-            (true, true) => super::text::detail(r, &self.names, self.now, out),
-            (false, _) => {
+        match self.layout {
+            Layout::Brief => super::text::brief(r, &self.names, self.now, out),
+            Layout::Detail => super::text::detail(r, &self.names, self.now, out),
+            Layout::Terse => super::text::terse(r, out),
+            Layout::Table => super::text::table(r, out),
+            Layout::Json => {
                 let api = route(r, &self.names, self.detail);
                 if serde_json::to_writer(&mut *out, &api).is_ok() {
                     out.push(b'\n');
@@ -70,7 +117,8 @@ pub(super) async fn routes(
         }
     };
     let (select, families) = selection(&q)?;
-    let (names, filter, advertised) = {
+    let layout = Layout::of(&q, text);
+    let (names, filter, advertised, matcher) = {
         let live = d.live.read().await;
         let names: PeerNames = Arc::new(
             live.peers
@@ -84,8 +132,8 @@ pub(super) async fn routes(
                 None => None,
             },
             hidden: q.hidden,
-            // The brief layout does not say why a path won or lost; the others do.
-            explain: q.detail || !text,
+            // Only the detail and JSON layouts say why a path won or lost.
+            explain: matches!(layout, Layout::Detail | Layout::Json) && !q.count,
             rejected: q.rejected,
         };
         let advertised = match &q.advertising_protocol {
@@ -105,7 +153,10 @@ pub(super) async fn routes(
             }
             None => None,
         };
-        (names, filter, advertised)
+        let local = live.peers.iter().map(|p| p.port == 0).collect();
+        let matcher = super::route_filter::PathMatch::of(&q, local)?
+            .map(|m| Arc::new(m) as Arc<dyn MatchPath>);
+        (names, filter, advertised, matcher)
     };
     let shards = d.pipeline.shards();
     if let Some(s) = q.shard.filter(|s| *s >= shards) {
@@ -116,14 +167,63 @@ pub(super) async fn routes(
     }
     let (tx, rx) = mpsc::channel(1);
     let pipeline = d.pipeline.clone();
-    let render: Arc<dyn RenderRoute> = Arc::new(Renderer {
-        names,
-        detail: q.detail,
-        text,
-        now: ribshard_rib::clock::now(),
+    let render: Option<Arc<dyn RenderRoute>> = (!q.count).then(|| {
+        Arc::new(Renderer {
+            names,
+            layout,
+            detail: q.detail,
+            now: ribshard_rib::clock::now(),
+        }) as Arc<dyn RenderRoute>
     });
     let only = q.shard;
     let max_paths = chunk_paths(text, q.detail);
+    if q.count {
+        tokio::spawn(async move {
+            let mut counts = RouteCount::default();
+            for family in families {
+                let select = match select {
+                    Selection::Table(_, within) => Selection::Table(family, within),
+                    other => other,
+                };
+                let query = RouteQuery {
+                    select,
+                    after: None,
+                    max_paths: 16384,
+                    filter,
+                    advertised,
+                    render: None,
+                    matcher: matcher.clone(),
+                };
+                let mut walk = pipeline.walk_routes(query, only);
+                let mut c = TableCount {
+                    table: table_name(family).into(),
+                    ..TableCount::default()
+                };
+                while let Some(batch) = walk.next().await {
+                    for r in &batch {
+                        c.destinations += 1;
+                        c.routes += r.view.paths.len() as u64;
+                        c.active += r
+                            .view
+                            .paths
+                            .iter()
+                            .filter(|p| matches!(p.state, PathState::Active { .. }))
+                            .count() as u64;
+                    }
+                }
+                counts.tables.push(c);
+            }
+            let out = if text {
+                crate::cli::render::route_count(&counts).into_bytes()
+            } else {
+                let mut v = serde_json::to_vec(&counts).unwrap_or_default();
+                v.push(b'\n');
+                v
+            };
+            let _ = tx.send(Bytes::from(out)).await;
+        });
+        return Ok(rx);
+    }
     tokio::spawn(async move {
         for family in families {
             let select = match select {
@@ -136,7 +236,8 @@ pub(super) async fn routes(
                 max_paths,
                 filter,
                 advertised,
-                render: Some(render.clone()),
+                render: render.clone(),
+                matcher: matcher.clone(),
             };
             let mut walk = pipeline.walk_routes(query, only);
             let mut first = true;
@@ -146,10 +247,8 @@ pub(super) async fn routes(
                 }
                 let mut buf =
                     Vec::with_capacity(batch.iter().map(|r| r.rendered.len()).sum::<usize>() + 64);
-                if text && first {
-                    buf.extend_from_slice(
-                        crate::cli::render::table_header(table_name(family)).as_bytes(),
-                    );
+                if first {
+                    buf.extend_from_slice(layout.header(table_name(family)).as_bytes());
                 }
                 first = false;
                 for r in &batch {

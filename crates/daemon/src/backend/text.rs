@@ -225,19 +225,62 @@ fn brief_attrs(raw: &[u8], four_octet: bool) -> Brief<'_> {
     b
 }
 
+/// A path's attributes as the brief layouts read them, with its next hop: its own, or
+/// (advertising-protocol) what the group sends.
+fn brief_of<'a>(r: &'a ShownRoute, p: &'a PathView) -> (Brief<'a>, &'a [u8]) {
+    match &r.advertised {
+        Some((e, params)) => (
+            brief_attrs(&e.attrs, params.four_octet_as),
+            &e.mp_next_hop[..],
+        ),
+        None => (
+            brief_attrs(p.path.attrs.raw(), true),
+            p.path.attrs.next_hop(),
+        ),
+    }
+}
+
+/// A next hop as the brief layouts write it: NEXT_HOP for IPv4 unicast as exported, else
+/// the address given (the global one of an IPv6 pair).
+fn brief_next_hop(out: &mut Vec<u8>, a: &Brief<'_>, next_hop: &[u8]) {
+    match (next_hop.len(), a.next_hop_v4) {
+        (0, Some(nh)) => ipv4(out, nh),
+        (4, _) => {
+            if let Ok(nh) = <[u8; 4]>::try_from(next_hop) {
+                ipv4(out, nh);
+            }
+        }
+        _ => {
+            if let Some(g) = next_hop
+                .get(..16)
+                .and_then(|g| <[u8; 16]>::try_from(g).ok())
+            {
+                let _ = write!(out, "{}", Ipv6Addr::from(g));
+            }
+        }
+    }
+}
+
+/// Pads what was written since `start` to `width` (at least one space after it).
+fn pad_to(out: &mut Vec<u8>, start: usize, width: usize) {
+    let used = out.len() - start;
+    spaces(out, width.saturating_sub(used).max(1));
+}
+
+/// A number right-aligned in `width`, or blanks.
+fn right(out: &mut Vec<u8>, n: Option<u32>, width: usize) {
+    let mut b = Vec::new();
+    if let Some(n) = n {
+        num(&mut b, u64::from(n));
+    }
+    spaces(out, width.saturating_sub(b.len()));
+    out.extend_from_slice(&b);
+}
+
 /// One route of `show route`.
 pub(super) fn brief(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<u8>) {
     for (i, p) in r.view.paths.iter().enumerate() {
-        let (a, next_hop) = match &r.advertised {
-            Some((e, params)) => (
-                brief_attrs(&e.attrs, params.four_octet_as),
-                &e.mp_next_hop[..],
-            ),
-            None => (
-                brief_attrs(p.path.attrs.raw(), true),
-                p.path.attrs.next_hop(),
-            ),
-        };
+        let (a, next_hop) = brief_of(r, p);
         let start = out.len();
         if i == 0 {
             prefix(out, &r.view.prefix);
@@ -272,23 +315,75 @@ pub(super) fn brief(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<u
         out.push(b'\n');
         spaces(out, 20);
         out.extend_from_slice(b"> to ");
-        match (next_hop.len(), a.next_hop_v4) {
-            // IPv4 unicast as exported: NEXT_HOP.
-            (0, Some(nh)) => ipv4(out, nh),
-            (4, _) => {
-                if let Ok(nh) = <[u8; 4]>::try_from(next_hop) {
-                    ipv4(out, nh);
-                }
-            }
-            _ => {
-                if let Some(g) = next_hop
-                    .get(..16)
-                    .and_then(|g| <[u8; 16]>::try_from(g).ok())
-                {
-                    let _ = write!(out, "{}", Ipv6Addr::from(g));
-                }
-            }
+        brief_next_hop(out, &a, next_hop);
+        out.push(b'\n');
+    }
+}
+
+/// One route of `show route terse` (Junos): a line a path, `A`ctive and `V`alidation
+/// (`?`: not validated) flags, protocol and preference, local preference and MED as
+/// metrics 1 and 2, next hop and AS path.
+pub(super) fn terse(r: &ShownRoute, out: &mut Vec<u8>) {
+    for (i, p) in r.view.paths.iter().enumerate() {
+        let (a, next_hop) = brief_of(r, p);
+        let active = matches!(p.state, PathState::Active { .. });
+        if i == 0 {
+            out.extend_from_slice(if active { b"* ? " } else { b"  ? " });
+            let start = out.len();
+            prefix(out, &r.view.prefix);
+            pad_to(out, start, 19);
+        } else {
+            out.extend_from_slice(if active { b"*   " } else { b"    " });
+            spaces(out, 19);
         }
+        out.extend_from_slice(b"B 170 ");
+        right(out, a.local_pref, 10);
+        out.push(b' ');
+        right(out, a.med, 10);
+        out.extend_from_slice(if active { b" >" } else { b"  " });
+        let start = out.len();
+        brief_next_hop(out, &a, next_hop);
+        pad_to(out, start, 16);
+        as_path(out, a.as_path.as_ref());
+        if a.as_path
+            .as_ref()
+            .is_some_and(|p| p.segments().next().is_some())
+        {
+            out.push(b' ');
+        }
+        out.extend_from_slice(origin_letter(a.origin));
+        out.push(b'\n');
+    }
+}
+
+/// One route of `show route receive-protocol bgp A` / `advertising-protocol bgp A`
+/// (Junos's table: Prefix, Nexthop, MED, Lclpref, AS path).
+pub(super) fn table(r: &ShownRoute, out: &mut Vec<u8>) {
+    for p in &r.view.paths {
+        let (a, next_hop) = brief_of(r, p);
+        out.extend_from_slice(if matches!(p.state, PathState::Active { .. }) {
+            b"* "
+        } else {
+            b"  "
+        });
+        let start = out.len();
+        prefix(out, &r.view.prefix);
+        pad_to(out, start, 24);
+        let start = out.len();
+        brief_next_hop(out, &a, next_hop);
+        pad_to(out, start, 21);
+        right(out, a.med, 8);
+        out.push(b' ');
+        right(out, a.local_pref, 10);
+        spaces(out, 4);
+        as_path(out, a.as_path.as_ref());
+        if a.as_path
+            .as_ref()
+            .is_some_and(|p| p.segments().next().is_some())
+        {
+            out.push(b' ');
+        }
+        out.extend_from_slice(origin_letter(a.origin));
         out.push(b'\n');
     }
 }

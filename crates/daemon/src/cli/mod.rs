@@ -24,7 +24,7 @@ pub enum Request {
     Group(Option<String>),
     Convergence,
     RouteSummary,
-    Routes(RouteRequest),
+    Routes(Box<RouteRequest>),
     Threads,
     WorkQueues,
     Clear(ClearRequest),
@@ -56,7 +56,8 @@ fn usage(s: impl Into<String>) -> Usage {
 
 const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] | show bgp group [NAME] | \
 show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
-[rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [detail] [hidden] [rejected] | \
+[rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [community C] [large-community C] \
+[aspath-regex R] [next-hop A] [protocol bgp|local] [active-path] [detail|terse] [hidden] [rejected] [count] | \
 show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show thread cpu | show work-queues";
 
 /// Parses the words after `show`.
@@ -83,7 +84,7 @@ pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
         ["route", "forwarding-table"] => Ok(Request::ForwardingTable(None)),
         ["route", "forwarding-table", d] => Ok(Request::ForwardingTable(Some(d.to_string()))),
         ["fib", "summary"] => Ok(Request::FibSummary),
-        ["route", rest @ ..] => parse_route(rest).map(Request::Routes),
+        ["route", rest @ ..] => parse_route(rest).map(|q| Request::Routes(Box::new(q))),
         ["thread", "cpu"] => Ok(Request::Threads),
         ["work-queues"] => Ok(Request::WorkQueues),
         _ => Err(usage(format!("show what? {SHOW}"))),
@@ -133,6 +134,16 @@ fn parse_route(w: &[&str]) -> Result<RouteRequest, Usage> {
             "detail" => q.detail = true,
             "hidden" => q.hidden = true,
             "rejected" => q.rejected = true,
+            "community" => q.community = Some(next(&mut i, word)?),
+            "large-community" => q.large_community = Some(next(&mut i, word)?),
+            "aspath-regex" => q.aspath_regex = Some(next(&mut i, word)?),
+            "next-hop" => q.next_hop = Some(next(&mut i, word)?),
+            "protocol" => q.protocol = Some(next(&mut i, word)?),
+            "active-path" => q.active_path = true,
+            "terse" => q.terse = true,
+            // `| count` as Junos pipes it (quoted, or the shell takes the bar).
+            "count" => q.count = true,
+            "|" if w.get(i + 1) == Some(&"count") => {}
             d if q.destination.is_none() && (d.contains('.') || d.contains(':')) => {
                 q.destination = Some(d.into());
             }
@@ -207,6 +218,11 @@ fn query(q: &RouteRequest) -> String {
     add("table", &q.table);
     add("receive_protocol", &q.receive_protocol);
     add("advertising_protocol", &q.advertising_protocol);
+    add("community", &q.community);
+    add("large_community", &q.large_community);
+    add("aspath_regex", &q.aspath_regex);
+    add("next_hop", &q.next_hop);
+    add("protocol", &q.protocol);
     if let Some(s) = q.shard {
         parts.push(format!("shard={s}"));
     }
@@ -216,8 +232,15 @@ fn query(q: &RouteRequest) -> String {
     if q.hidden {
         parts.push("hidden=true".into());
     }
-    if q.rejected {
-        parts.push("rejected=true".into());
+    for (k, on) in [
+        ("rejected", q.rejected),
+        ("active_path", q.active_path),
+        ("terse", q.terse),
+        ("count", q.count),
+    ] {
+        if on {
+            parts.push(format!("{k}=true"));
+        }
     }
     if let Some(f) = &q.format {
         parts.push(format!("format={f}"));
@@ -259,7 +282,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
             // The daemon renders the layout: the whole table streams through as it comes.
             let q = RouteRequest {
                 format: Some(if json { "json" } else { "text" }.into()),
-                ..q.clone()
+                ..(**q).clone()
             };
             format!("/v1/routes?{}", query(&q))
         }
@@ -391,6 +414,21 @@ mod tests {
             panic!()
         };
         assert_eq!(q.shard, Some(3));
+        let Ok(Request::Routes(q)) = parse_show(&words(
+            "route community 65000:* aspath-regex .*65001 next-hop 10.0.0.9 protocol bgp active-path terse | count",
+        )) else {
+            panic!()
+        };
+        assert_eq!(q.community.as_deref(), Some("65000:*"));
+        assert_eq!(q.aspath_regex.as_deref(), Some(".*65001"));
+        assert_eq!(q.next_hop.as_deref(), Some("10.0.0.9"));
+        assert_eq!(q.destination, None);
+        assert!(q.active_path && q.terse && q.count);
+        assert_eq!(
+            query(&q),
+            "community=65000%3A%2A&aspath_regex=.%2A65001&next_hop=10.0.0.9&protocol=bgp&active_path=true&terse=true&count=true"
+        );
+        assert!(parse_show(&words("route community")).is_err());
         assert!(parse_show(&words("route longer")).is_err());
         assert!(parse_show(&words("route 10.0.0.0/8 sideways")).is_err());
         assert!(parse_show(&words("bgp")).is_err());

@@ -436,18 +436,53 @@ pub fn route_summary(s: &RouteSummary) -> String {
     for t in &s.tables {
         let _ = writeln!(
             o,
-            "{}: {} destinations, {} routes ({} active), RIB:FIB {:.2}",
-            t.table, t.destinations, t.routes, t.active, t.rib_fib_ratio
+            "{}: {} destinations, {} routes ({} active, 0 holddown, {} hidden), RIB:FIB {:.2}",
+            t.table,
+            t.destinations,
+            t.routes,
+            t.active,
+            t.hidden + t.unresolved,
+            t.rib_fib_ratio
         );
+        if t.unresolved > 0 {
+            let _ = writeln!(
+                o,
+                "    of them hidden: {} by import policy or loops, {} with next hops unresolved",
+                t.hidden, t.unresolved
+            );
+        }
         for sh in &t.shards {
             let _ = writeln!(
                 o,
-                "    {}::{}: {} destinations, {} routes ({} active)",
-                sh.thread, t.table, sh.destinations, sh.routes, sh.active
+                "    {}::{}: {} destinations, {} routes ({} active, {} hidden)",
+                sh.thread,
+                t.table,
+                sh.destinations,
+                sh.routes,
+                sh.active,
+                sh.hidden + sh.unresolved
             );
         }
         o.push('\n');
     }
+    o
+}
+
+/// `show route ... count`: what the request selects, counted.
+pub fn route_count(c: &RouteCount) -> String {
+    let mut o = String::new();
+    for t in &c.tables {
+        let _ = writeln!(
+            o,
+            "{}: {} destinations, {} routes ({} active)",
+            t.table, t.destinations, t.routes, t.active
+        );
+    }
+    let _ = writeln!(
+        o,
+        "Count: {} lines",
+        c.tables.iter().map(|t| t.routes).sum::<u64>()
+    );
     o
 }
 

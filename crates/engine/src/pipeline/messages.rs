@@ -162,6 +162,13 @@ pub trait RenderRoute: Send + Sync + std::fmt::Debug {
     fn render(&self, route: &ShownRoute, out: &mut Vec<u8>);
 }
 
+/// Which paths a walk shows beyond its selection (`show route community C`, `aspath-regex`,
+/// `next-hop`, `active-path`), judged in the shard: a route none of whose paths match is
+/// neither rendered nor sent.
+pub trait MatchPath: Send + Sync + std::fmt::Debug {
+    fn matches(&self, path: &ribshard_rib::PathView) -> bool;
+}
+
 /// One chunk of a walk of routes, from one shard.
 #[derive(Clone, Debug)]
 pub struct RouteQuery {
@@ -177,6 +184,8 @@ pub struct RouteQuery {
     /// Each route rendered in the shard ([`ShownRoute::rendered`]; its view is then left
     /// without paths).
     pub render: Option<Arc<dyn RenderRoute>>,
+    /// Only the paths it matches (and the routes left with any).
+    pub matcher: Option<Arc<dyn MatchPath>>,
 }
 
 impl RouteQuery {
@@ -189,6 +198,7 @@ impl RouteQuery {
             filter: PathFilter::default(),
             advertised: None,
             render: None,
+            matcher: None,
         }
     }
 }

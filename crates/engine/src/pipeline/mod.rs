@@ -47,9 +47,9 @@ pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
 pub use inlet::Inlet;
 pub use lanes::{reserve, Lanes};
 pub use messages::{
-    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, Membership, Query, RenderRoute,
-    RouteChunk, RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target, ToShard, ToUpdate,
-    UpdateThreadStats, WITHDRAW,
+    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, MatchPath, Membership, Query,
+    RenderRoute, RouteChunk, RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target,
+    ToShard, ToUpdate, UpdateThreadStats, WITHDRAW,
 };
 pub use query::{QueueReport, QueueState, RouteWalk};
 pub use stream::{Passed, Subscriber, Tap};

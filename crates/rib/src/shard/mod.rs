@@ -209,6 +209,22 @@ pub struct FamilyCounts {
     pub prefixes: usize,
     pub paths: usize,
     pub active: usize,
+    /// Paths never chosen because import policy rejected them or they loop (Junos
+    /// `hidden`); counted in `paths`.
+    pub hidden: usize,
+    /// Paths whose next hop does not resolve, by the next hop's address family; counted
+    /// in `paths`.
+    pub unresolved: usize,
+}
+
+/// The family of routes a next hop most often serves (an IPv4 prefix may have an IPv6
+/// next hop, RFC 8950: its paths count under IPv6 here).
+fn family_of(a: &std::net::IpAddr) -> Family {
+    if a.is_ipv4() {
+        Family::Ipv4Unicast
+    } else {
+        Family::Ipv6Unicast
+    }
 }
 
 /// Counts kept as paths come and go, so that reading them never walks the table.
@@ -454,6 +470,20 @@ impl Shard {
             prefixes: self.dests.len_of(family),
             paths: self.tally.paths.get(f).copied().unwrap_or(0),
             active: self.tally.active.get(f).copied().unwrap_or(0),
+            hidden: self
+                .tally
+                .peers
+                .iter()
+                .filter_map(|c| c.get(f))
+                .map(|c| c.received.saturating_sub(c.accepted) as usize)
+                .sum(),
+            unresolved: self
+                .next_hops
+                .list()
+                .iter()
+                .filter(|(a, r, _)| !r.reachable && family_of(a) == family)
+                .map(|(_, _, n)| *n as usize)
+                .sum(),
         }
     }
 

@@ -174,6 +174,12 @@ impl ShardWorker {
             Some(v) if v.prefix == *p => v,
             _ => self.shard.route(p, q.filter)?,
         };
+        if let Some(m) = &q.matcher {
+            view.paths.retain(|v| m.matches(v));
+            if view.paths.is_empty() {
+                return None;
+            }
+        }
         let advertised = match q.advertised {
             None => None,
             Some((group, member)) => {
