@@ -53,6 +53,10 @@ enum Command {
         /// attribute (ribshard `show route detail`, `birdc show route all`).
         #[arg(long)]
         time_show: bool,
+        /// A route-change watch whose client never reads (ribshard `monitor route`) runs
+        /// while routes flow: it must be dropped, never slow convergence.
+        #[arg(long)]
+        idle_watch: bool,
         /// Print the daemon's configuration once it has started.
         #[arg(long)]
         print_config: bool,
@@ -165,6 +169,7 @@ fn main() -> ExitCode {
             sizes,
             show_load,
             time_show,
+            idle_watch,
             print_config,
             through_bird,
             show,
@@ -187,6 +192,7 @@ fn main() -> ExitCode {
                 seed: common.seed,
                 show_load,
                 time_show,
+                idle_watch,
                 print_config,
                 through_bird,
                 operator_view: show,

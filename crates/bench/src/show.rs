@@ -19,6 +19,8 @@ pub struct Commands {
     pub detail: Vec<String>,
     /// The sessions (ribshard `show bgp summary`, `birdc show protocols`).
     pub summary: Vec<String>,
+    /// Every best-path change as decided (ribshard `monitor route`; BIRD has none).
+    pub watch: Option<Vec<String>>,
 }
 
 pub fn commands(dut: &Dut) -> Option<Commands> {
@@ -52,6 +54,7 @@ pub fn commands(dut: &Dut) -> Option<Commands> {
         route: with(route),
         detail: with(detail),
         summary: with(summary),
+        watch: (dut.kind == DutKind::Ribshard).then(|| with(&["monitor", "route"])),
     })
 }
 
@@ -127,6 +130,31 @@ fn count(argv: &[String]) -> Option<(u64, u64)> {
         }
     }
     child.wait().ok()?.success().then_some((octets, lines))
+}
+
+/// A route-change watch whose client never reads (`--idle-watch`): its output goes to a
+/// pipe nobody drains, so the daemon's side fills up. Killed on drop.
+pub struct IdleWatch(std::process::Child);
+
+impl IdleWatch {
+    pub fn start(argv: &[String]) -> Option<IdleWatch> {
+        let (prog, args) = argv.split_first()?;
+        let child = Command::new(prog)
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        Some(IdleWatch(child))
+    }
+}
+
+impl Drop for IdleWatch {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }
 
 /// Times the whole-table command `runs` times into /dev/null: (median seconds, octets,

@@ -61,11 +61,36 @@ enum Command {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// `disable bgp neighbor ADDRESS|all` (Junos `deactivate`): Cease / Administrative
+    /// Shutdown, and no session (connections refused) until `enable`, the next reload or a
+    /// restart; `disable = true` in the file keeps it across both.
+    Disable {
+        #[arg(trailing_var_arg = true, required = true)]
+        words: Vec<String>,
+    },
+    /// `enable bgp neighbor ADDRESS|all`: ends a `disable`.
+    Enable {
+        #[arg(trailing_var_arg = true, required = true)]
+        words: Vec<String>,
+    },
     /// `configure reload [--dry-run]`: read the configuration file again, as SIGHUP does,
     /// and say what changed (or every error, as file:line: key: reason); `--dry-run`: what
     /// would change, which neighbors would be reset and why, changing nothing.
     Configure {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        words: Vec<String>,
+    },
+    /// Follow the running daemon: `monitor route [PREFIX|ADDRESS] [neighbor A] [community C]
+    /// [large-community C]` prints each best-path change as the shards decide it (JSON lines
+    /// with --json); `monitor log` prints every line the daemon logs. Until interrupted.
+    Monitor {
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
+        words: Vec<String>,
+    },
+    /// `set log level error|warn|info|debug|trace [neighbor ADDRESS]`: what the running
+    /// daemon logs, from now until it stops (or for one neighbor's events only).
+    Set {
+        #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
     /// Whether RIB sharding and update threading pay on this machine, and with how many
@@ -199,20 +224,6 @@ enum MrtCommand {
     },
 }
 
-fn init_logging(json: bool) {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(io::IsTerminal::is_terminal(&io::stderr()))
-        .with_writer(io::stderr);
-    if json {
-        builder.json().init();
-    } else {
-        builder.init();
-    }
-}
-
 /// The global flags moved in front of the subcommand: `show`, `clear`, `fib` and
 /// `configure` take the rest of the line as words, where clap would not see a `--json` or
 /// `--socket` typed last, as users type them.
@@ -244,6 +255,10 @@ fn main() -> ExitCode {
             | Command::Clear { .. }
             | Command::Configure { .. }
             | Command::Fib { .. }
+            | Command::Monitor { .. }
+            | Command::Disable { .. }
+            | Command::Enable { .. }
+            | Command::Set { .. }
             | Command::Advise
             | Command::Mrt {
                 command: MrtCommand::Inject { .. }
@@ -252,7 +267,7 @@ fn main() -> ExitCode {
                     | MrtCommand::DumpRib { .. }
             }
     ) {
-        init_logging(cli.log_json);
+        ribshard::logging::init(cli.log_json);
     }
     match cli.command {
         Command::Run {
@@ -292,6 +307,20 @@ fn main() -> ExitCode {
             cli.json,
             ribshard::cli::parse_configure(&words),
         ),
+        Command::Monitor { words } => {
+            client(&cli.socket, cli.json, ribshard::cli::parse_monitor(&words))
+        }
+        Command::Disable { words } => client(
+            &cli.socket,
+            cli.json,
+            ribshard::cli::parse_disable(&words, false),
+        ),
+        Command::Enable { words } => client(
+            &cli.socket,
+            cli.json,
+            ribshard::cli::parse_disable(&words, true),
+        ),
+        Command::Set { words } => client(&cli.socket, cli.json, ribshard::cli::parse_set(&words)),
         Command::Advise => advise(&cli.socket, cli.json),
         Command::Config { command } => config_command(command, &cli.socket, cli.json),
         Command::Policy { command } => policy_command(command, cli.json),

@@ -17,6 +17,7 @@
 
 use crate::config::{settings, threads_of, Config};
 use crate::state::Daemon;
+use ribshard_engine::session::Clear;
 use ribshard_engine::{needs_new_session, PeerSettings};
 use ribshard_mgmt::api::{ReloadOutcome, ReloadReply, ReloadRequest};
 use ribshard_wire::notification::cease;
@@ -430,6 +431,19 @@ pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
     }
     live.sort_active();
     if applied {
+        // `disable bgp neighbor` lasts until the next reload: the file says again.
+        for (i, st) in &live.active {
+            let Some(h) = live.sessions.peers.get(*i) else {
+                continue;
+            };
+            if h.status().disabled && !st.disabled {
+                let _ = h.clear(Clear::Enable).await;
+                reply.changes.push(format!(
+                    "neighbor {}: enabled again (not disabled in the file)",
+                    st.address
+                ));
+            }
+        }
         let networks_changed = live.config.originate != new.originate;
         live.config = applied_config(&live.config, new);
         daemon.sync_no_install(&live.config, &live.active);

@@ -7,6 +7,7 @@ use crate::config::{pipeline_config, settings, Config};
 use crate::forwarding::Forwarding;
 use crate::state::{Daemon, Live};
 use crate::updates_log::UpdatesLog;
+use crate::watch::{RouteWatch, WatchSubscriber};
 use ribshard_engine::pipeline::Pipeline;
 use ribshard_engine::telemetry::{register, ThreadKind};
 use ribshard_engine::{Inbound, PeerSettings, Sessions};
@@ -69,14 +70,16 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         // from the first route.
         let forwarding = Forwarding::start(&config)?;
         // Every configured neighbor is waited for at start (within update-delay's bounds).
-        let pipeline = Pipeline::start_with(
-            pc,
-            forwarding.inputs(
-                config
-                    .update_delay
-                    .map(|d| (d, (0..peers.len() as u32).collect())),
-            ),
+        let mut inputs = forwarding.inputs(
+            config
+                .update_delay
+                .map(|d| (d, (0..peers.len() as u32).collect())),
         );
+        let watch = Arc::new(RouteWatch::default());
+        inputs
+            .subscribers
+            .push(Arc::new(WatchSubscriber(watch.clone())));
+        let pipeline = Pipeline::start_with(pc, inputs);
         forwarding.attach(pipeline.clone());
         // The tap carries every received UPDATE; only the BGP4MP log needs it.
         let mut log = match (&opts.dump_updates, &config.mrt.updates) {
@@ -112,6 +115,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                 sessions,
             },
             opts.config_file.clone(),
+            watch,
         );
         {
             let mut live = daemon.live.write().await;

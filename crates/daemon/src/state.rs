@@ -51,6 +51,8 @@ pub struct Daemon {
     pub config_file: Option<PathBuf>,
     pub started: SystemTime,
     pub samples: Mutex<Samples>,
+    /// Route-change watchers (`monitor route`), fed by the change stream.
+    pub watch: Arc<crate::watch::RouteWatch>,
 }
 
 /// What the sampler gathers every second.
@@ -67,6 +69,7 @@ impl Daemon {
         forwarding: crate::forwarding::Forwarding,
         live: Live,
         config_file: Option<PathBuf>,
+        watch: Arc<crate::watch::RouteWatch>,
     ) -> Arc<Daemon> {
         Arc::new(Daemon {
             pipeline,
@@ -75,6 +78,7 @@ impl Daemon {
             injections: Mutex::new(Vec::new()),
             live: tokio::sync::RwLock::new(live),
             config_file,
+            watch,
             started: SystemTime::now(),
             samples: Mutex::new(Samples {
                 cpu: CpuHistory::default(),

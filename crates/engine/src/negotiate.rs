@@ -22,6 +22,9 @@ pub struct PeerSettings {
     pub connect_retry_time: u16,
     pub send_hold_time: u32,
     pub passive: bool,
+    /// Junos `disable` (`deactivate`): the session is not started, and any connection from
+    /// the neighbor is refused.
+    pub disabled: bool,
     pub authentication_key: Option<String>,
     pub ttl_security: Option<u8>,
     pub multihop: bool,

@@ -40,6 +40,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         connect_retry_time: 1,
         send_hold_time: 480,
         passive: true,
+        disabled: false,
         authentication_key: None,
         ttl_security: None,
         multihop: true,

@@ -123,6 +123,8 @@ pub struct Neighbor {
     pub update_group: Option<UpdateGroupRef>,
     /// Torn down by its prefix limit and held down until cleared.
     pub held_down: bool,
+    /// Disabled by an operator (`disable bgp neighbor`, or `disable = true`).
+    pub disabled: bool,
     pub statistics: NeighborStatistics,
 }
 
@@ -379,6 +381,149 @@ pub struct TableCount {
     pub destinations: u64,
     pub routes: u64,
     pub active: u64,
+}
+
+/// The query of `GET /v1/routes/watch` (`ribshard monitor route`): which best-path changes
+/// to stream. Without any, every change.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WatchRequest {
+    /// A prefix and the prefixes under it, or an address (the prefixes covering it).
+    pub prefix: Option<String>,
+    /// Changes whose new or old best path came from this neighbor.
+    pub neighbor: Option<String>,
+    /// Changes whose new or old best path carries these communities (as in `show route`).
+    pub community: Option<String>,
+    pub large_community: Option<String>,
+}
+
+/// One line of `GET /v1/routes/watch`: a best-path change as the shard decided it.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RouteChange {
+    /// When the shard decided it (seconds since the Unix epoch).
+    pub time: f64,
+    pub table: String,
+    pub prefix: String,
+    pub shard: usize,
+    /// `added` (a new prefix), `replaced` (a new best path) or `withdrawn` (no path left).
+    pub change: String,
+    pub best: Option<WatchedPath>,
+    pub old: Option<WatchedPath>,
+}
+
+/// A best path in a [`RouteChange`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchedPath {
+    pub from: String,
+    pub peer_as: u32,
+    pub next_hop: String,
+    pub as_path: String,
+    pub origin: String,
+    pub local_pref: Option<u32>,
+    pub med: Option<u32>,
+    pub communities: Vec<String>,
+    pub large_communities: Vec<String>,
+}
+
+/// `GET /v1/configuration` (Junos `show configuration`): the configuration the daemon runs
+/// with, every neighbor's settings resolved (neighbor over group over `[bgp]` over the
+/// defaults), secrets hidden. Keys are the file's.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunningConfig {
+    /// The file it was read from.
+    pub file: Option<String>,
+    pub bgp: RunningBgp,
+    pub neighbor: Vec<RunningNeighbor>,
+    /// `[policy-options]`: the policy statements defined.
+    pub policy_statements: Vec<String>,
+    /// Anything else set (`[fib]`, `[bgp.resolution]`, `[[bgp.originate]]`, `[mrt]`,
+    /// `[management]`), one line each.
+    pub other: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunningBgp {
+    pub local_as: u32,
+    pub router_id: String,
+    pub listen: Vec<String>,
+    pub number_of_shards: u32,
+    pub update_threads: u32,
+    /// `[bgp.update-delay]` max-delay and establish-wait, seconds; absent: off.
+    pub update_delay: Option<[u64; 2]>,
+    pub always_compare_med: bool,
+    pub external_router_id: bool,
+    /// `multipath`: off, `on` or `multiple-as`.
+    pub multipath: String,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunningNeighbor {
+    pub address: String,
+    pub group: String,
+    #[serde(rename = "type")]
+    pub group_type: String,
+    pub peer_as: u32,
+    pub local_as: u32,
+    pub port: u16,
+    pub local_address: Option<String>,
+    pub description: Option<String>,
+    pub hold_time: u16,
+    pub connect_retry_time: u16,
+    pub send_hold_time: u32,
+    pub passive: bool,
+    pub disable: bool,
+    /// `(hidden)` when one is set: the key itself is never shown.
+    pub authentication_key: Option<String>,
+    pub ttl_security: Option<u8>,
+    pub multihop: bool,
+    pub import: Vec<String>,
+    pub export: Vec<String>,
+    pub family: Vec<String>,
+    /// Per family: `maximum`, and `teardown` / `idle-timeout N` as configured.
+    pub prefix_limit: Vec<String>,
+    pub cluster: Option<String>,
+    pub route_server_client: bool,
+    /// Absent: to external neighbors only.
+    pub next_hop_self: Option<bool>,
+    pub role: Option<String>,
+    pub add_path: Vec<String>,
+    pub loops: u8,
+    pub local_as_private: bool,
+    pub no_prepend_global_as: bool,
+    pub no_install: bool,
+}
+
+/// `POST /v1/log/level` (`ribshard set log level LEVEL [neighbor A]`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogLevelRequest {
+    /// `error`, `warn`, `info`, `debug` or `trace`.
+    pub level: String,
+    /// Only this neighbor's events at that level (the daemon's level stays).
+    pub neighbor: Option<String>,
+}
+
+/// What is logged now (`GET /v1/log/level`, and the answer to a change).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LogLevels {
+    /// The daemon's level (or `RUST_LOG`'s directives, until a level is set).
+    pub daemon: String,
+    /// Neighbors logged at their own level.
+    pub neighbors: Vec<NeighborLevel>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct NeighborLevel {
+    pub neighbor: String,
+    pub level: String,
+}
+
+/// The last line of a watch the daemon ended: why (a client that fell behind).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct WatchEnd {
+    pub dropped: String,
 }
 
 /// One line of `GET /v1/routes` (JSON lines): a prefix with its paths.

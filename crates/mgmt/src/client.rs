@@ -129,7 +129,8 @@ impl Client {
         let mut body = resp.into_body();
         while let Some(f) = body.frame().await {
             if let Ok(data) = f?.into_data() {
-                if out.write_all(&data).is_err() {
+                // Flushed a chunk at a time: a stream (`monitor`) shows as it comes.
+                if out.write_all(&data).and_then(|()| out.flush()).is_err() {
                     return Ok(());
                 }
             }

@@ -4,8 +4,8 @@
 
 use crate::api::{
     ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
-    Group, Injected, MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteRequest, RouteSummary,
-    Summary, Threads, WorkQueues,
+    Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest,
+    RouteRequest, RouteSummary, RunningConfig, Summary, Threads, WatchRequest, WorkQueues,
 };
 use axum::body::Body;
 use axum::extract::{Query, State};
@@ -73,6 +73,21 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         q: RouteRequest,
     ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
+    /// Best-path changes as the shards decide them, as JSON lines, until the client goes
+    /// away or falls behind (then a last line says so and the stream ends).
+    fn watch_routes(
+        &self,
+        q: WatchRequest,
+    ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
+    /// Every line logged from now on, as text lines, until the client goes away.
+    fn log_tail(&self) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
+    /// What is logged; with a request, changed first.
+    fn log_level(
+        &self,
+        r: Option<LogLevelRequest>,
+    ) -> impl Future<Output = Result<LogLevels, ApiError>> + Send;
+    /// The configuration running (Junos `show configuration`), secrets hidden.
+    fn running_config(&self) -> impl Future<Output = RunningConfig> + Send;
     fn threads(&self) -> impl Future<Output = Threads> + Send;
     fn work_queues(&self) -> impl Future<Output = WorkQueues> + Send;
     fn convergence(&self) -> impl Future<Output = Convergence> + Send;
@@ -132,6 +147,9 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
         .route("/v1/bgp/convergence", get(convergence::<B>))
         .route("/v1/routes/summary", get(route_summary::<B>))
         .route("/v1/routes", get(routes::<B>))
+        .route("/v1/routes/watch", get(watch_routes::<B>))
+        .route("/v1/log", get(log_tail::<B>))
+        .route("/v1/configuration", get(running_config::<B>))
         .route("/v1/threads", get(threads::<B>))
         .route("/v1/work-queues", get(work_queues::<B>))
         .route("/v1/fib/summary", get(fib_summary::<B>))
@@ -146,11 +164,16 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
             .route("/v1/configure/reload", post(refuse))
             .route("/v1/mrt/inject", post(refuse))
             .route("/v1/mrt/remove", post(refuse))
+            .route("/v1/log/level", get(log_levels::<B>).post(refuse))
     } else {
         r.route("/v1/bgp/clear", post(clear::<B>))
             .route("/v1/configure/reload", post(reload::<B>))
             .route("/v1/mrt/inject", post(mrt_inject::<B>))
             .route("/v1/mrt/remove", post(mrt_remove::<B>))
+            .route(
+                "/v1/log/level",
+                get(log_levels::<B>).post(set_log_level::<B>),
+            )
     };
     r.with_state(AppState { backend })
 }
@@ -290,11 +313,44 @@ async fn routes<B: Backend>(
         }
     };
     let rx = s.backend.routes(q).await?;
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
+    Ok(stream(kind, rx))
+}
+
+async fn watch_routes<B: Backend>(
+    State(s): State<AppState<B>>,
+    Query(q): Query<WatchRequest>,
+) -> Result<Response, ApiError> {
+    let rx = s.backend.watch_routes(q).await?;
+    Ok(stream("application/x-ndjson", rx))
+}
+
+async fn running_config<B: Backend>(State(s): State<AppState<B>>) -> Json<RunningConfig> {
+    Json(s.backend.running_config().await)
+}
+
+async fn log_tail<B: Backend>(State(s): State<AppState<B>>) -> Result<Response, ApiError> {
+    let rx = s.backend.log_tail().await?;
+    Ok(stream("text/plain; charset=utf-8", rx))
+}
+
+async fn log_levels<B: Backend>(State(s): State<AppState<B>>) -> Result<Json<LogLevels>, ApiError> {
+    s.backend.log_level(None).await.map(Json)
+}
+
+async fn set_log_level<B: Backend>(
+    State(s): State<AppState<B>>,
+    Json(r): Json<LogLevelRequest>,
+) -> Result<Json<LogLevels>, ApiError> {
+    s.backend.log_level(Some(r)).await.map(Json)
+}
+
+/// A body written as its chunks come.
+fn stream(kind: &'static str, rx: mpsc::Receiver<Bytes>) -> Response {
+    let body = futures_util::stream::unfold(rx, |mut rx| async move {
         let chunk = rx.recv().await?;
         Some((Ok::<Bytes, io::Error>(chunk), rx))
     });
-    Ok(([(header::CONTENT_TYPE, kind)], Body::from_stream(stream)).into_response())
+    ([(header::CONTENT_TYPE, kind)], Body::from_stream(body)).into_response()
 }
 
 async fn threads<B: Backend>(State(s): State<AppState<B>>) -> Json<Threads> {
@@ -354,15 +410,7 @@ async fn mrt_rib<B: Backend>(
     Query(q): Query<NeighborQuery>,
 ) -> Result<Response, ApiError> {
     let rx = s.backend.mrt_rib(q.neighbor).await?;
-    let stream = futures_util::stream::unfold(rx, |mut rx| async move {
-        let chunk = rx.recv().await?;
-        Some((Ok::<Bytes, io::Error>(chunk), rx))
-    });
-    Ok((
-        [(header::CONTENT_TYPE, "application/octet-stream")],
-        Body::from_stream(stream),
-    )
-        .into_response())
+    Ok(stream("application/octet-stream", rx))
 }
 
 async fn clear<B: Backend>(

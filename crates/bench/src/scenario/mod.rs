@@ -121,6 +121,9 @@ pub struct Options {
     pub show_load: bool,
     /// Once converged, the whole table through the daemon's CLI is timed.
     pub time_show: bool,
+    /// A route-change watch (ribshard `monitor route`) whose client never reads runs
+    /// through the timed phase: it must not slow routing.
+    pub idle_watch: bool,
     /// Print the daemon's configuration once it has started.
     pub print_config: bool,
     /// Each downstream neighbor is a real BIRD 2 re-advertising to the bench's receiver
@@ -209,6 +212,8 @@ pub struct RunResult {
     /// `--show-load`: loops of `show route` and `show bgp summary` done during the timed
     /// phase.
     pub show_loops: Option<u64>,
+    /// `--idle-watch`: a never-reading route watch ran; whether the daemon dropped it.
+    pub idle_watch_dropped: Option<bool>,
     /// `--time-show`: the whole table through the CLI (ribshard `show route`, BIRD `birdc
     /// show route`), median of three: seconds, octets, lines.
     pub show_route_s: Option<f64>,
@@ -480,6 +485,13 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     } else {
         None
     };
+    let idle = if opts.idle_watch {
+        crate::show::commands(dut)
+            .and_then(|c| c.watch)
+            .and_then(|w| crate::show::IdleWatch::start(&w))
+    } else {
+        None
+    };
     let relay_cpu = || -> f64 {
         relays
             .iter()
@@ -525,6 +537,11 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
     };
     perf_control("disable");
     let show_loops = load.map(crate::show::Load::stop);
+    let idle_watch_dropped = idle.map(|w| {
+        drop(w);
+        std::fs::read_to_string(dut.dir.join("dut.log"))
+            .is_ok_and(|l| l.contains("route watch dropped"))
+    });
     let (mut cpu, mut gen) = (
         dut.cpu_seconds() - cpu0,
         crate::dut::own_cpu_seconds() - gen0,
@@ -749,6 +766,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         hold_time_s: plan.topo.hold,
         date: today(),
         show_loops,
+        idle_watch_dropped,
         show_route_s: shown.map(|s| s.0),
         show_route_octets: shown.map(|s| s.1),
         show_route_lines: shown.map(|s| s.2),

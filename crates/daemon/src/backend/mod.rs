@@ -4,9 +4,10 @@
 
 mod fib;
 mod mrt;
-mod route_filter;
+pub(crate) mod route_filter;
 mod routes;
 mod text;
+mod watch;
 
 use crate::state::{unix, Daemon, Live};
 use ribshard_engine::pipeline::{DeferralStart, ShardStats, UpdateThreadStats};
@@ -191,6 +192,10 @@ fn per_family(v: [bool; 2]) -> Vec<String> {
 }
 
 /// The neighbor configured at `address` (its first port if several): its peer index.
+fn log_not_set_up() -> ApiError {
+    ApiError::Internal(crate::logging::LevelError::NotSetUp.to_string())
+}
+
 fn peer_index(live: &Live, address: &str) -> Result<usize, ApiError> {
     let a: std::net::IpAddr = address
         .parse()
@@ -293,6 +298,7 @@ impl Api {
                 update_thread: p.thread_of(g.group),
             }),
             held_down: st.held_down,
+            disabled: st.disabled,
             statistics: NeighborStatistics {
                 write_queue_blocks: st.write_queue_blocks + member.write_queue_blocks,
                 slow_writer: member.slow_writer,
@@ -611,6 +617,65 @@ impl Backend for Api {
         routes::routes(&self.daemon, q).await
     }
 
+    async fn watch_routes(
+        &self,
+        q: WatchRequest,
+    ) -> Result<mpsc::Receiver<bytes::Bytes>, ApiError> {
+        watch::watch(&self.daemon, q).await
+    }
+
+    async fn running_config(&self) -> RunningConfig {
+        let live = self.daemon.live.read().await;
+        crate::config::running(&live.config, self.daemon.config_file.as_deref())
+    }
+
+    async fn log_tail(&self) -> Result<mpsc::Receiver<bytes::Bytes>, ApiError> {
+        let control = crate::logging::control().ok_or_else(log_not_set_up)?;
+        let mut lines = control.tail();
+        // Its first line: the client knows it follows from here.
+        tracing::info!("monitor log: a client follows the log");
+        let (tx, rx) = mpsc::channel(16);
+        tokio::spawn(async move {
+            use tokio::sync::broadcast::error::RecvError;
+            loop {
+                let mut text = match lines.recv().await {
+                    Ok(l) => format!("{l}\n"),
+                    Err(RecvError::Lagged(n)) => {
+                        format!(
+                            "-- {n} lines lost: this client reads slower than the daemon logs\n"
+                        )
+                    }
+                    Err(RecvError::Closed) => return,
+                };
+                // What else is waiting, in one write.
+                while let Ok(l) = lines.try_recv() {
+                    text.push_str(&l);
+                    text.push('\n');
+                }
+                if tx.send(bytes::Bytes::from(text)).await.is_err() {
+                    return;
+                }
+            }
+        });
+        Ok(rx)
+    }
+
+    async fn log_level(&self, r: Option<LogLevelRequest>) -> Result<LogLevels, ApiError> {
+        let control = crate::logging::control().ok_or_else(log_not_set_up)?;
+        let Some(r) = r else {
+            return Ok(control.levels());
+        };
+        if let Some(n) = &r.neighbor {
+            let live = self.daemon.live.read().await;
+            peer_index(&live, n)?;
+        }
+        let levels = control
+            .set(&r.level, r.neighbor.as_deref())
+            .map_err(|e| ApiError::BadRequest(e.to_string()))?;
+        tracing::info!(level = %r.level, neighbor = ?r.neighbor, "log level set");
+        Ok(levels)
+    }
+
     async fn threads(&self) -> Threads {
         let now = Instant::now();
         let cpu = ribshard_mgmt::procfs::threads();
@@ -760,9 +825,11 @@ impl Backend for Api {
             None | Some("hard") => Clear::Hard,
             Some("soft") => Clear::Soft,
             Some("soft-inbound") => Clear::SoftInbound,
+            Some("disable") => Clear::Disable,
+            Some("enable") => Clear::Enable,
             Some(m) => {
                 return Err(ApiError::BadRequest(format!(
-                    "{m}: one of hard, soft, soft-inbound"
+                    "{m}: one of hard, soft, soft-inbound, disable, enable"
                 )))
             }
         };

@@ -8,7 +8,7 @@ use ribshard_mgmt::api::RouteRequest;
 use ribshard_mgmt::ApiError;
 use ribshard_policy::community::Communities;
 use ribshard_policy::{AsPathRegex, Member};
-use ribshard_rib::{PathState, PathView};
+use ribshard_rib::{Path, PathState, PathView};
 use ribshard_wire::attr;
 use ribshard_wire::update::RawAttrIter;
 use std::net::IpAddr;
@@ -23,7 +23,7 @@ enum Protocol {
 }
 
 #[derive(Debug)]
-pub(super) struct PathMatch {
+pub(crate) struct PathMatch {
     /// Each must match one of the path's communities (Junos: a community's members all
     /// must be present).
     communities: Vec<Member>,
@@ -39,7 +39,7 @@ pub(super) struct PathMatch {
 impl PathMatch {
     /// The filters a request asks for; `None` when it asks for none. `local`: per peer
     /// index, whether it is a local source rather than a session.
-    pub(super) fn of(q: &RouteRequest, local: Vec<bool>) -> Result<Option<PathMatch>, ApiError> {
+    pub(crate) fn of(q: &RouteRequest, local: Vec<bool>) -> Result<Option<PathMatch>, ApiError> {
         let bad = |e: String| ApiError::BadRequest(e);
         let mut communities = Vec::new();
         if let Some(c) = &q.community {
@@ -102,19 +102,22 @@ impl MatchPath for PathMatch {
         if self.active_only && !matches!(v.state, PathState::Active { .. }) {
             return false;
         }
+        self.matches_path(&v.path)
+    }
+}
+
+impl PathMatch {
+    /// The filters on where a path came from and its attributes (all but `active-path`).
+    pub(crate) fn matches_path(&self, path: &Path) -> bool {
         if let Some(p) = self.protocol {
-            let local = self
-                .local
-                .get(v.path.peer as usize)
-                .copied()
-                .unwrap_or(false);
+            let local = self.local.get(path.peer as usize).copied().unwrap_or(false);
             if local != (p == Protocol::Local) {
                 return false;
             }
         }
         if let Some(nh) = &self.next_hop {
             // An IPv6 next hop may be followed by its link-local address.
-            let have = v.path.attrs.next_hop();
+            let have = path.attrs.next_hop();
             if have.get(..nh.len()) != Some(&nh[..]) || !(have.len() == nh.len() || nh.len() == 16)
             {
                 return false;
@@ -126,7 +129,7 @@ impl MatchPath for PathMatch {
         // The interned attributes are normalized: 4-octet AS numbers in AS_PATH.
         let mut found = Communities::default();
         let mut as_path: &[u8] = &[];
-        for a in RawAttrIter::new(v.path.attrs.raw()) {
+        for a in RawAttrIter::new(path.attrs.raw()) {
             match a.type_code {
                 attr::COMMUNITIES => found.standard = a.value,
                 attr::EXTENDED_COMMUNITIES => found.extended = a.value,

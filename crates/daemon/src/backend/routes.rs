@@ -327,7 +327,7 @@ fn selection(q: &RouteRequest) -> Result<(Selection, Vec<Family>), ApiError> {
 }
 
 /// A prefix (`true`), or an address as a host prefix (`false`).
-fn parse_destination(s: &str) -> Result<(Prefix, bool), ApiError> {
+pub(super) fn parse_destination(s: &str) -> Result<(Prefix, bool), ApiError> {
     let bad = || ApiError::BadRequest(format!("{s}: not a prefix or an address"));
     match s.split_once('/') {
         Some((a, l)) => {
@@ -477,7 +477,7 @@ fn reason(step: &str, description: &str, in_group: bool) -> Reason {
 }
 
 /// A next hop as received: IPv4, or IPv6 (the global address when a link-local follows).
-fn next_hop(b: &[u8]) -> String {
+pub(super) fn next_hop(b: &[u8]) -> String {
     match b.len() {
         4 => {
             <[u8; 4]>::try_from(b).map_or_else(|_| String::new(), |a| Ipv4Addr::from(a).to_string())

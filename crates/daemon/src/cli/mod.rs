@@ -6,7 +6,8 @@ pub mod render;
 
 use ribshard_mgmt::api::{
     ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
-    MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteRequest, RouteSummary, Summary, Threads,
+    LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteChange,
+    RouteRequest, RouteSummary, RunningConfig, Summary, Threads, WatchEnd, WatchRequest,
     WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
@@ -43,6 +44,14 @@ pub enum Request {
         file: PathBuf,
         neighbor: Option<String>,
     },
+    /// `monitor route [PREFIX|ADDRESS] [neighbor A] [community C] [large-community C]`.
+    MonitorRoute(WatchRequest),
+    /// `monitor log`.
+    MonitorLog,
+    /// `set log level LEVEL [neighbor A]`; `show log level` without a change.
+    LogLevel(Option<LogLevelRequest>),
+    /// `show configuration`.
+    Configuration,
 }
 
 /// Why a command line is not understood.
@@ -58,7 +67,7 @@ const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] 
 show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
 [rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [community C] [large-community C] \
 [aspath-regex R] [next-hop A] [protocol bgp|local] [active-path] [detail|terse] [hidden] [rejected] [count] | \
-show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show thread cpu | show work-queues";
+show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show thread cpu | show work-queues | show log level | show configuration";
 
 /// Parses the words after `show`.
 pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
@@ -86,6 +95,8 @@ pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
         ["fib", "summary"] => Ok(Request::FibSummary),
         ["route", rest @ ..] => parse_route(rest).map(|q| Request::Routes(Box::new(q))),
         ["thread", "cpu"] => Ok(Request::Threads),
+        ["log", "level"] => Ok(Request::LogLevel(None)),
+        ["configuration"] => Ok(Request::Configuration),
         ["work-queues"] => Ok(Request::WorkQueues),
         _ => Err(usage(format!("show what? {SHOW}"))),
     }
@@ -154,6 +165,56 @@ fn parse_route(w: &[&str]) -> Result<RouteRequest, Usage> {
     Ok(q)
 }
 
+/// Parses the words after `monitor`.
+pub fn parse_monitor(words: &[String]) -> Result<Request, Usage> {
+    const USAGE: &str = "monitor route [PREFIX|ADDRESS] [neighbor ADDRESS] [community C] [large-community C] | monitor log";
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    match w.as_slice() {
+        ["log"] => Ok(Request::MonitorLog),
+        ["route", rest @ ..] => {
+            let mut q = WatchRequest::default();
+            let mut it = rest.iter();
+            while let Some(word) = it.next() {
+                let mut value = || {
+                    it.next()
+                        .map(|v| v.to_string())
+                        .ok_or_else(|| usage(format!("{word} needs a value")))
+                };
+                match *word {
+                    "neighbor" => q.neighbor = Some(value()?),
+                    "community" => q.community = Some(value()?),
+                    "large-community" => q.large_community = Some(value()?),
+                    p if q.prefix.is_none() && (p.contains('.') || p.contains(':')) => {
+                        q.prefix = Some(p.to_string());
+                    }
+                    other => {
+                        return Err(usage(format!(
+                            "monitor route: unexpected \"{other}\"; {USAGE}"
+                        )))
+                    }
+                }
+            }
+            Ok(Request::MonitorRoute(q))
+        }
+        _ => Err(usage(USAGE)),
+    }
+}
+
+/// Parses the words after `set`.
+pub fn parse_set(words: &[String]) -> Result<Request, Usage> {
+    const USAGE: &str = "set log level error|warn|info|debug|trace [neighbor ADDRESS]";
+    let w: Vec<&str> = words.iter().map(String::as_str).collect();
+    let (level, neighbor) = match w.as_slice() {
+        ["log", "level", l] => (l, None),
+        ["log", "level", l, "neighbor", n] => (l, Some(n.to_string())),
+        _ => return Err(usage(USAGE)),
+    };
+    Ok(Request::LogLevel(Some(LogLevelRequest {
+        level: level.to_string(),
+        neighbor,
+    })))
+}
+
 /// Parses the words after `clear`.
 pub fn parse_clear(words: &[String]) -> Result<Request, Usage> {
     let w: Vec<&str> = words.iter().map(String::as_str).collect();
@@ -166,6 +227,23 @@ pub fn parse_clear(words: &[String]) -> Result<Request, Usage> {
         neighbor: neighbor.to_string(),
         mode,
     }))
+}
+
+/// Parses the words after `disable` (`enable` with `on`): Junos `deactivate`.
+pub fn parse_disable(words: &[String], on: bool) -> Result<Request, Usage> {
+    let verb = if on { "enable" } else { "disable" };
+    match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["bgp", "neighbor", n] => Ok(Request::Clear(ClearRequest {
+            neighbor: n.to_string(),
+            mode: Some(verb.into()),
+        })),
+        _ => Err(usage(format!("{verb} bgp neighbor ADDRESS|all"))),
+    }
 }
 
 /// Parses the words after `configure`.
@@ -303,9 +381,60 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
             Some(a) => format!("/v1/mrt/rib?neighbor={}", encode(a)),
             None => "/v1/mrt/rib".into(),
         },
+        Request::MonitorRoute(q) => {
+            let mut parts: Vec<String> = Vec::new();
+            for (k, v) in [
+                ("prefix", &q.prefix),
+                ("neighbor", &q.neighbor),
+                ("community", &q.community),
+                ("large_community", &q.large_community),
+            ] {
+                if let Some(v) = v {
+                    parts.push(format!("{k}={}", encode(v)));
+                }
+            }
+            format!("/v1/routes/watch?{}", parts.join("&"))
+        }
+        Request::MonitorLog => "/v1/log".into(),
+        Request::Configuration => "/v1/configuration".into(),
+        Request::LogLevel(_) => "/v1/log/level".into(),
     };
     let text = match r {
-        Request::Routes(_) => return c.copy(&path, &mut out).await.map(|()| true),
+        Request::Routes(_) | Request::MonitorLog => {
+            return c.copy(&path, &mut out).await.map(|()| true)
+        }
+        Request::MonitorRoute(_) if json => return c.copy(&path, &mut out).await.map(|()| true),
+        Request::MonitorRoute(_) => {
+            let mut lines = c.lines(&path).await?;
+            while let Some(l) = lines.next_line().await? {
+                let text = match serde_json::from_slice::<RouteChange>(&l) {
+                    Ok(change) => render::route_change(&change),
+                    Err(_) => match serde_json::from_slice::<WatchEnd>(&l) {
+                        Ok(end) => {
+                            well = false;
+                            format!("watch ended by the daemon: {}\n", end.dropped)
+                        }
+                        Err(_) => format!("{}\n", String::from_utf8_lossy(&l)),
+                    },
+                };
+                if out
+                    .write_all(text.as_bytes())
+                    .and_then(|()| out.flush())
+                    .is_err()
+                {
+                    break;
+                }
+            }
+            return Ok(well);
+        }
+        Request::LogLevel(Some(req)) => {
+            let reply: LogLevels = c.post(&path, &req).await?;
+            if json {
+                serde_json::to_string_pretty(&reply)? + "\n"
+            } else {
+                render::log_levels(&reply)
+            }
+        }
         Request::MrtDumpRib { file, .. } => {
             let f = std::fs::File::create(&file).map_err(|e| ClientError::Connect {
                 endpoint: Endpoint::Unix(file.clone()),
@@ -335,10 +464,11 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         }
         Request::Clear(req) => {
             let reply: ClearReply = c.post(&path, &req).await?;
+            well = reply.neighbors.iter().all(|n| n.error.is_none());
             if json {
                 serde_json::to_string_pretty(&reply)? + "\n"
             } else {
-                render::clear(&reply)
+                render::clear(&reply, req.mode.as_deref())
             }
         }
         Request::Reload(r) => {
@@ -374,6 +504,16 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::MrtInjections => render::injected(&c.get::<Vec<Injected>>(&path).await?),
         Request::ForwardingTable(_) => {
             render::forwarding_table(&c.get::<Vec<ForwardingRoute>>(&path).await?)
+        }
+        Request::LogLevel(None) => render::log_levels(&c.get::<LogLevels>(&path).await?),
+        Request::Configuration => {
+            let r: RunningConfig = c.get(&path).await?;
+            let mut text = format!(
+                "# The configuration running{}: every neighbor's settings resolved, secrets hidden.\n",
+                r.file.as_deref().map(|f| format!(" (read from {f})")).unwrap_or_default()
+            );
+            text += &toml::to_string_pretty(&r).unwrap_or_else(|e| format!("# {e}\n"));
+            text
         }
     };
     let _ = out.write_all(text.as_bytes());

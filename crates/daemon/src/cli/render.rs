@@ -193,6 +193,8 @@ pub fn neighbors(v: &[Neighbor]) -> String {
             uptime(n.state_seconds),
             if n.held_down {
                 " (held down by its prefix limit until cleared)"
+            } else if n.disabled {
+                " (disabled by an operator)"
             } else {
                 ""
             }
@@ -468,6 +470,55 @@ pub fn route_summary(s: &RouteSummary) -> String {
     o
 }
 
+/// One change of `monitor route`: when, what, and the best path now (or before, when
+/// withdrawn).
+pub fn route_change(c: &RouteChange) -> String {
+    let secs = c.time.max(0.0);
+    let (_, _, _, h, m, s) = civil(secs as i64);
+    let ms = ((secs.fract()) * 1000.0) as u32;
+    let mut o = format!(
+        "{h:02}:{m:02}:{s:02}.{ms:03} {} {} {}",
+        c.table, c.prefix, c.change
+    );
+    let shown = match (&c.best, &c.old) {
+        (Some(b), _) => Some(b),
+        (None, Some(old)) => {
+            o.push_str(" (was");
+            Some(old)
+        }
+        (None, None) => None,
+    };
+    if let Some(p) = shown {
+        let _ = write!(
+            o,
+            " from {} next hop {} AS path {}{}{}",
+            p.from,
+            p.next_hop,
+            p.as_path,
+            if p.as_path.is_empty() { "" } else { " " },
+            match p.origin.as_str() {
+                "IGP" => "I",
+                "EGP" => "E",
+                _ => "?",
+            }
+        );
+        if c.best.is_none() {
+            o.push(')');
+        }
+    }
+    o.push('\n');
+    o
+}
+
+/// `show log level`, `set log level`.
+pub fn log_levels(l: &LogLevels) -> String {
+    let mut o = format!("Log level: {}\n", l.daemon);
+    for n in &l.neighbors {
+        let _ = writeln!(o, "  neighbor {}: {}", n.neighbor, n.level);
+    }
+    o
+}
+
 /// `show route ... count`: what the request selects, counted.
 pub fn route_count(c: &RouteCount) -> String {
     let mut o = String::new();
@@ -603,15 +654,21 @@ pub fn convergence(c: &Convergence) -> String {
     o
 }
 
-pub fn clear(r: &ClearReply) -> String {
+/// `clear`, `disable` and `enable bgp neighbor` (`mode` as the request gave it).
+pub fn clear(r: &ClearReply, mode: Option<&str>) -> String {
+    let done = match mode {
+        Some("disable") => "disabled",
+        Some("enable") => "enabled",
+        _ => "cleared",
+    };
     let mut o = String::new();
     for n in &r.neighbors {
         match &n.error {
             None => {
-                let _ = writeln!(o, "{}: cleared", n.address);
+                let _ = writeln!(o, "{}: {done}", n.address);
             }
             Some(e) => {
-                let _ = writeln!(o, "{}: not cleared: {e}", n.address);
+                let _ = writeln!(o, "{}: not {done}: {e}", n.address);
             }
         }
     }

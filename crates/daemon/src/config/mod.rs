@@ -6,6 +6,7 @@ mod collect;
 mod host;
 mod lower;
 mod resolve;
+mod running;
 mod schema;
 
 pub use lower::{local_settings, pipeline_config, settings, threads_of};
@@ -13,6 +14,7 @@ pub use resolve::{
     community, parse_prefix, Config, Family, GroupType, Management, MrtConfig, Originate, Peer,
     PrefixLimit, Threading, When, DEFAULT_SOCKET,
 };
+pub use running::running;
 pub use schema::Raw;
 
 use std::fmt;

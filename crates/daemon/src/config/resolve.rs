@@ -49,6 +49,7 @@ pub struct Peer {
     pub connect_retry_time: u16,
     pub send_hold_time: u32,
     pub passive: bool,
+    pub disable: bool,
     pub authentication_key: Option<String>,
     pub ttl_security: Option<u8>,
     pub multihop: bool,
@@ -919,6 +920,7 @@ fn resolve_into(
                 send_hold_time: pick!(send_hold_time)
                     .unwrap_or_else(|| 480u32.max(2 * u32::from(hold_time))),
                 passive: pick!(passive).unwrap_or(false),
+                disable: pick!(disable).unwrap_or(false),
                 authentication_key: pick!(authentication_key),
                 ttl_security: pick!(ttl_security),
                 multihop: pick!(multihop).unwrap_or(false),

@@ -32,6 +32,10 @@ macro_rules! with_peer_settings {
             pub send_hold_time: Option<u32>,
             /// Never connect out; wait for the peer. Default false.
             pub passive: Option<bool>,
+            /// Junos `disable`: no session (connections from the peer refused) until this
+            /// is removed, or `ribshard enable bgp neighbor` (until the next reload). Default
+            /// false.
+            pub disable: Option<bool>,
             /// TCP MD5 signature key (RFC 2385).
             pub authentication_key: Option<String>,
             /// GTSM (RFC 5082): accept only packets from at most this many hops away.

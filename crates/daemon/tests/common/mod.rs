@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod lab;
+pub mod operator;
 
 use ribshard_mrt::{Bgp4mpBody, Record};
 use ribshard_wire::{decode, Message, PathAttributes, Prefix};

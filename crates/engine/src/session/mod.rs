@@ -168,6 +168,11 @@ pub enum Clear {
     Soft,
     /// A ROUTE-REFRESH asks the neighbor for its routes (RFC 2918), every negotiated family.
     SoftInbound,
+    /// Junos `deactivate` / `disable`: Cease / Administrative Shutdown (RFC 4486, with an
+    /// RFC 9003 message), and no session until [`Clear::Enable`] (connections refused).
+    Disable,
+    /// Ends a [`Clear::Disable`]: the session starts again.
+    Enable,
 }
 
 /// Why a clear could not be done.
@@ -179,6 +184,8 @@ pub enum ClearError {
     NoRouteRefresh,
     #[error("the session has ended (neighbor removed by a reload)")]
     Gone,
+    #[error("the neighbor is disabled (ribshard enable bgp neighbor)")]
+    Disabled,
 }
 
 pub struct SessionHandle {

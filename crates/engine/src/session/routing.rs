@@ -249,6 +249,7 @@ impl Session {
         let import_changed = self.s.routing.import != new.routing.import;
         let export_changed = self.s.routing.export != new.routing.export;
         let limits_changed = self.s.prefix_limits != new.prefix_limits;
+        let disable = (self.s.disabled != new.disabled).then_some(new.disabled);
         if new.hold_time != self.s.hold_time {
             // Sent with the next OPEN; the FSM takes it then (Action::SendOpen).
             self.next_open = Some(build_open(&new));
@@ -261,6 +262,12 @@ impl Session {
             ..super::task::fsm_config(&self.s)
         };
         self.fsm.set_config(fsm);
+        if let Some(on) = disable {
+            // `disable` written to (or removed from) the file.
+            info!(neighbor = %self.name(), disabled = on, "disable changed by a reload");
+            self.set_disabled(on);
+            return done;
+        }
         if limits_changed {
             // A crossing is logged again under the new limits; a lowered limit the
             // neighbor is over now acts now (a teardown, or the log line).

@@ -81,6 +81,8 @@ pub struct SessionStatus {
     pub last_received: Option<Stamped<Notification>>,
     /// Torn down by its prefix limit without an idle timeout: down until cleared.
     pub held_down: bool,
+    /// Disabled by an operator (`disable bgp neighbor`, or `disable = true`): no session.
+    pub disabled: bool,
     /// Messages dropped because the connection's queue was full (Junos "write queue
     /// blocks" of the session's own messages; update groups count theirs per member).
     pub write_queue_blocks: u64,
@@ -104,6 +106,7 @@ impl Default for SessionStatus {
             last_sent: None,
             last_received: None,
             held_down: false,
+            disabled: false,
             write_queue_blocks: 0,
             group: None,
         }

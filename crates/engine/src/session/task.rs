@@ -382,6 +382,8 @@ impl Session {
 
     fn control(&mut self, c: Control) {
         match c {
+            // A neighbor configured `disable` waits for `enable`.
+            Control::Start if self.s.disabled => self.set_disabled(true),
             Control::Start => self.start(),
             Control::Stop(how) => {
                 let n = match how {
@@ -427,6 +429,19 @@ impl Session {
     fn clear(&mut self, how: Clear) -> Result<(), ClearError> {
         let established = self.fsm.state() == State::Established;
         match how {
+            Clear::Disable => {
+                info!(neighbor = %self.name(), "disabled by an operator: Cease / Administrative Shutdown; no session until enabled");
+                self.set_disabled(true);
+                Ok(())
+            }
+            Clear::Enable => {
+                if self.status.borrow().disabled {
+                    info!(neighbor = %self.name(), "enabled by an operator");
+                    self.set_disabled(false);
+                }
+                Ok(())
+            }
+            Clear::Hard if self.status.borrow().disabled => Err(ClearError::Disabled),
             Clear::Hard => {
                 info!(neighbor = %self.name(), "cleared by an operator: Cease / Administrative Reset, then up again");
                 if self.conn.is_some() && self.fsm.state() != State::Idle {
@@ -604,6 +619,8 @@ impl Session {
         }
         let why = if self.held_down {
             "held down by its prefix limit until cleared (ribshard clear bgp neighbor)"
+        } else if self.status.borrow().disabled {
+            "disabled by an operator (ribshard enable bgp neighbor)"
         } else {
             "administratively down"
         };
@@ -614,6 +631,22 @@ impl Session {
             "connection rejected (Cease / Connection Rejected): {why}"
         );
         self.rejected = (0, Some(Instant::now()));
+    }
+
+    /// Disables the neighbor (a Cease / Administrative Shutdown ends a session that is up
+    /// or coming up) or enables it again (the session starts).
+    pub(super) fn set_disabled(&mut self, on: bool) {
+        self.status.send_modify(|st| st.disabled = on);
+        if on {
+            self.stop(Notification::cease_with_message(
+                cease::ADMINISTRATIVE_SHUTDOWN,
+                "disabled by an operator",
+            ));
+            self.timers.idle_hold = None;
+            self.timers.connect_retry = None;
+        } else {
+            self.start();
+        }
     }
 
     pub(super) fn set_held_down(&mut self, on: bool) {

@@ -36,6 +36,7 @@ pub fn ebgp_peer(
         connect_retry_time: 1,
         send_hold_time: 480,
         passive: true,
+        disabled: false,
         authentication_key: None,
         ttl_security: None,
         multihop: true,
