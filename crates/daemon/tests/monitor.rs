@@ -32,10 +32,14 @@ fn monitor_route_streams_what_a_bird_downstream_receives() {
          [[bgp.group.neighbor]]\naddress = \"127.0.0.42\"\nport = {port_b}\n\
          local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n"
     );
-    let (_rs, _) = ribshard(
-        &dir,
-        &ribshard_config(port_r, "127.0.0.41", 65041, port_a, &downstream, true),
+    // A's prefix limit, never reached: `show bgp neighbor` counts against it.
+    let limit = "[bgp.group.prefix-limit.inet-unicast]\nmaximum = 1000\nteardown = false\n";
+    let config = ribshard_config(port_r, "127.0.0.41", 65041, port_a, &downstream, true).replacen(
+        "[[bgp.group.neighbor]]",
+        &format!("{limit}[[bgp.group.neighbor]]"),
+        1,
     );
+    let (_rs, _) = ribshard(&dir, &config);
     let sub = |name: &str| {
         let d = dir.join(name);
         std::fs::create_dir_all(&d).unwrap();
@@ -108,6 +112,37 @@ fn monitor_route_streams_what_a_bird_downstream_receives() {
             ("127.0.0.41", "65041", "198.51.100.41")
         );
     }
+
+    // show bgp neighbor: the chains, our router ID, the limit with what it counts.
+    let (text, ok) = cli(&sock, &["--json", "show", "bgp", "neighbor", "127.0.0.41"]);
+    assert!(ok, "{text}");
+    let n: Vec<ribshard_mgmt::api::Neighbor> = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        (n[0].import.as_slice(), n[0].export.as_slice()),
+        (&["accept".to_string()][..], &["reject".to_string()][..])
+    );
+    assert_eq!(n[0].local_router_id, "127.0.0.40");
+    let l = &n[0].prefix_limits;
+    assert_eq!(l.len(), 1, "{l:?}");
+    assert_eq!(
+        (
+            l[0].table.as_str(),
+            l[0].maximum,
+            l[0].teardown,
+            l[0].received
+        ),
+        ("inet.0", 1000, false, ROUTES as u64)
+    );
+    let (text, _) = cli(&sock, &["show", "bgp", "neighbor", "127.0.0.41"]);
+    assert!(text.contains("Local ID: 127.0.0.40"), "{text}");
+    assert!(
+        text.contains("Import: [ accept ]   Export: [ reject ]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("Prefix limit inet.0: maximum 1000, 300 received (before import policy), over it: logged, routes kept"),
+        "{text}"
+    );
 
     // A withdrawal: each prefix once more, gone, as B loses it.
     a.cmd("disable s4");

@@ -197,21 +197,35 @@ async fn hold_timer_expiry_sends_notification() {
 #[tokio::test]
 async fn wrong_peer_as_gets_bad_peer_as() {
     let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
-    let (_s, _rx) = start(
+    let (s, _rx) = start(
         vec![settings(IpAddr::from([127, 0, 0, 5]), 179, 65005)],
         listen,
     )
     .await;
     let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 5]), listen).await;
+    // A 4-octet AS: AS_TRANS in the OPEN's field, the real one in its capability.
     let open = Open::new(
-        65099,
+        23456,
         90,
         Ipv4Addr::new(10, 0, 0, 2),
-        vec![Capability::FourOctetAs(65099)],
+        vec![Capability::FourOctetAs(4_200_000_099)],
     );
     p.send(&open.encode()).await;
     let n = p.notification().await.expect("NOTIFICATION");
     assert_eq!((n.code, n.subcode), (code::OPEN_MESSAGE, 2));
+    // The operator is told which AS came, not only that it was wrong.
+    let e = s.peers[0].status().last_error.unwrap().value;
+    assert_eq!(
+        e,
+        SessionError::BadPeerAs {
+            received: 4_200_000_099,
+            configured: 65005
+        }
+    );
+    assert_eq!(
+        e.to_string(),
+        "OPEN refused: Bad Peer AS: the neighbor's OPEN says AS4200000099, peer-as is AS65005"
+    );
 }
 
 #[tokio::test]

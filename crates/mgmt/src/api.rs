@@ -125,7 +125,29 @@ pub struct Neighbor {
     pub held_down: bool,
     /// Disabled by an operator (`disable bgp neighbor`, or `disable = true`).
     pub disabled: bool,
+    /// Our BGP identifier towards it (Junos "Local ID").
+    pub local_router_id: String,
+    /// The import and export policy chains, in order (Junos "Import: [ ... ]").
+    pub import: Vec<String>,
+    pub export: Vec<String>,
+    /// Prefix limits, per table, with the count they are checked against.
+    pub prefix_limits: Vec<PrefixLimitInfo>,
     pub statistics: NeighborStatistics,
+}
+
+/// A neighbor's prefix limit in one table.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PrefixLimitInfo {
+    pub table: String,
+    pub maximum: u32,
+    /// Over it: the session is torn down (Cease / Maximum Number of Prefixes Reached).
+    pub teardown: bool,
+    /// After a teardown, seconds before the session may come up again; absent: held down
+    /// until cleared.
+    pub idle_timeout: Option<u32>,
+    /// What the limit counts: prefixes received (with their path ids), before import policy,
+    /// whether it accepts them or not.
+    pub received: u64,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -144,6 +144,7 @@ fn last_error(e: &Stamped<SessionError>) -> LastError {
         SessionError::BadHeader(_) => "bad-header",
         SessionError::BadMessage(_) => "bad-message",
         SessionError::OpenRefused(_) => "open-refused",
+        SessionError::BadPeerAs { .. } => "bad-peer-as",
         SessionError::MalformedUpdate(_) => "malformed-update",
         SessionError::PrefixLimit { .. } => "prefix-limit",
         SessionError::Stopped(_) => "stopped",
@@ -299,6 +300,22 @@ impl Api {
             }),
             held_down: st.held_down,
             disabled: st.disabled,
+            local_router_id: s.router_id.to_string(),
+            import: s.routing.import.names().to_vec(),
+            export: s.routing.export.names().to_vec(),
+            prefix_limits: FAMILIES
+                .iter()
+                .filter_map(|f| {
+                    let (maximum, teardown, idle_timeout) = (*s.prefix_limits.get(f.index())?)?;
+                    Some(PrefixLimitInfo {
+                        table: routes::table_name(*f).into(),
+                        maximum,
+                        teardown,
+                        idle_timeout,
+                        received: st.prefixes.get(f.index()).copied().unwrap_or(0) as u64,
+                    })
+                })
+                .collect(),
             statistics: NeighborStatistics {
                 write_queue_blocks: st.write_queue_blocks + member.write_queue_blocks,
                 slow_writer: member.slow_writer,

@@ -210,10 +210,31 @@ pub fn neighbors(v: &[Neighbor]) -> String {
         }
         let _ = writeln!(
             o,
-            "  Remote: {}   Peer ID: {}",
+            "  Remote: {}   Peer ID: {}   Local ID: {}",
             endpoint(&n.remote_address, n.remote_port),
-            n.router_id.as_deref().unwrap_or("-")
+            n.router_id.as_deref().unwrap_or("-"),
+            n.local_router_id
         );
+        let _ = writeln!(
+            o,
+            "  Import: [ {} ]   Export: [ {} ]",
+            n.import.join(" "),
+            n.export.join(" ")
+        );
+        for l in &n.prefix_limits {
+            let _ = writeln!(
+                o,
+                "  Prefix limit {}: maximum {}, {} received (before import policy){}",
+                l.table,
+                l.maximum,
+                l.received,
+                match (l.teardown, l.idle_timeout) {
+                    (false, _) => ", over it: logged, routes kept".to_string(),
+                    (true, None) => ", over it: teardown, held down until cleared".to_string(),
+                    (true, Some(t)) => format!(", over it: teardown, up again after {t} s"),
+                }
+            );
+        }
         let t = &n.timers;
         let _ = writeln!(
             o,

@@ -75,8 +75,18 @@ impl Session {
                     self.event(Event::BgpOpen { hold_time });
                 }
                 Err(notification) => {
-                    warn!(neighbor = %self.name(), "OPEN refused: {notification}");
-                    self.set_error(SessionError::OpenRefused(notification.clone()));
+                    let error = if notification.code == code::OPEN_MESSAGE
+                        && notification.subcode == open_sub::BAD_PEER_AS
+                    {
+                        SessionError::BadPeerAs {
+                            received: open.asn(),
+                            configured: self.s.peer_as,
+                        }
+                    } else {
+                        SessionError::OpenRefused(notification.clone())
+                    };
+                    warn!(neighbor = %self.name(), "{error}");
+                    self.set_error(error);
                     self.event(Event::BgpOpenMsgErr(notification));
                 }
             },

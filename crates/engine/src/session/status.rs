@@ -33,6 +33,10 @@ pub enum SessionError {
     BadMessage(DecodeError),
     #[error("OPEN refused: {0}")]
     OpenRefused(Notification),
+    /// RFC 4271 section 6.2: the AS in the neighbor's OPEN (its 4-octet AS capability's,
+    /// RFC 6793) is not the one configured.
+    #[error("OPEN refused: Bad Peer AS: the neighbor's OPEN says AS{received}, peer-as is AS{configured}")]
+    BadPeerAs { received: u32, configured: u32 },
     /// An UPDATE that RFC 7606 answers with a session reset.
     #[error("sent a malformed UPDATE: {0}")]
     MalformedUpdate(UpdateError),
