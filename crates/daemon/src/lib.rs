@@ -17,6 +17,7 @@ pub mod config;
 pub mod forwarding;
 pub mod inject;
 pub mod logging;
+pub mod manual;
 pub mod originate;
 pub mod policy_test;
 pub mod reload;

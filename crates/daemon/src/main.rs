@@ -3,7 +3,7 @@
 //! Owns the `ribshard` binary: argument parsing, logging set-up and the subcommands. It
 //! builds on the library crates and must never implement protocol logic itself.
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 use ribshard::config;
 use std::ffi::OsString;
 use std::io::{self, BufWriter, Write};
@@ -29,7 +29,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run the daemon in the foreground until SIGTERM or SIGINT; SIGHUP reads the
+    /// Run the daemon in the foreground.
+    ///
+    /// Until SIGTERM or SIGINT (a Cease to every neighbor first); SIGHUP reads the
     /// configuration again (thread counts change with sessions up).
     Run {
         /// The configuration file (TOML); see `ribshard config example`.
@@ -39,60 +41,80 @@ enum Command {
         #[arg(long)]
         dump_updates: Option<PathBuf>,
     },
-    /// Ask the running daemon, in Junos words: `show bgp summary`, `show bgp neighbor
-    /// [ADDRESS] [statistics]`, `show bgp group [NAME]`, `show bgp convergence`, `show route
-    /// summary`, `show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table T]
-    /// [rib-sharding N] [receive-protocol bgp A] [advertising-protocol bgp A] [detail]
-    /// [hidden]`, `show route forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show
-    /// thread cpu`, `show work-queues`.
+    /// Ask the running daemon, in Junos words.
+    ///
+    /// `show bgp summary`, `show bgp neighbor [ADDRESS] [statistics]`, `show bgp group
+    /// [NAME]`, `show bgp convergence`, `show route summary`, `show route [PREFIX|ADDRESS
+    /// [exact|longer|orlonger]] [table T] [rib-sharding N] [receive-protocol bgp A]
+    /// [advertising-protocol bgp A] [community C] [large-community C] [aspath-regex R]
+    /// [next-hop A] [protocol bgp|local] [active-path] [detail|terse] [hidden] [rejected]
+    /// [count]`, `show route forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show
+    /// thread cpu`, `show work-queues`, `show log level`, `show configuration`.
     Show {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,
     },
-    /// `fib verify`: compare the kernel's table with what the Loc-RIB's best paths ask, and
-    /// list every difference (exit status 1 if there is one).
+    /// Compare the kernel's routing table with the Loc-RIB.
+    ///
+    /// `fib verify`: every difference between the kernel's table and what the Loc-RIB's
+    /// best paths ask is listed (exit status 1 if there is one).
     Fib {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Reset or refresh sessions.
+    ///
     /// `clear bgp neighbor ADDRESS|all [soft|soft-inbound]`: hard (Cease / Administrative
     /// Reset), soft (our routes sent again) or soft-inbound (a ROUTE-REFRESH asked of it).
     Clear {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
-    /// `disable bgp neighbor ADDRESS|all` (Junos `deactivate`): Cease / Administrative
-    /// Shutdown, and no session (connections refused) until `enable`, the next reload or a
-    /// restart; `disable = true` in the file keeps it across both.
+    /// Take a neighbor out of service (Junos deactivate).
+    ///
+    /// `disable bgp neighbor ADDRESS|all`: Cease / Administrative Shutdown, and no session
+    /// (connections refused) until `enable`, the next reload or a restart; `disable = true`
+    /// in the file keeps it across both.
     Disable {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Put a disabled neighbor back in service.
+    ///
     /// `enable bgp neighbor ADDRESS|all`: ends a `disable`.
     Enable {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Reload the configuration file.
+    ///
     /// `configure reload [--dry-run]`: read the configuration file again, as SIGHUP does,
-    /// and say what changed (or every error, as file:line: key: reason); `--dry-run`: what
-    /// would change, which neighbors would be reset and why, changing nothing.
+    /// and say what changed (or every error, as file:line: key: reason; exit status 1);
+    /// `--dry-run`: what would change, which neighbors would be reset and why, changing
+    /// nothing.
     Configure {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,
     },
-    /// Follow the running daemon: `monitor route [PREFIX|ADDRESS] [neighbor A] [community C]
-    /// [large-community C]` prints each best-path change as the shards decide it (JSON lines
-    /// with --json); `monitor log` prints every line the daemon logs. Until interrupted.
+    /// Follow route changes or the log of the running daemon.
+    ///
+    /// `monitor route [PREFIX|ADDRESS] [neighbor A] [community C] [large-community C]`
+    /// prints each best-path change as the shards decide it (JSON lines with --json);
+    /// `monitor log` prints every line the daemon logs. Until interrupted.
     Monitor {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,
     },
-    /// `set log level error|warn|info|debug|trace [neighbor ADDRESS]`: what the running
-    /// daemon logs, from now until it stops (or for one neighbor's events only).
+    /// Change what the running daemon logs.
+    ///
+    /// `set log level error|warn|info|debug|trace [neighbor ADDRESS]`: from now until the
+    /// daemon stops, for the whole daemon or for one neighbor's events only.
     Set {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Advise how many shard and update threads to run here.
+    ///
     /// Whether RIB sharding and update threading pay on this machine, and with how many
     /// threads: weighs the CPUs (cores, SMT, NUMA and NICs, governor, load), the running
     /// daemon's workload when one answers on --socket, and ribshard's measurements.
@@ -106,6 +128,23 @@ enum Command {
     Mrt {
         #[command(subcommand)]
         command: MrtCommand,
+    },
+    /// Print a shell's completions for ribshard.
+    ///
+    /// `source <(ribshard completions bash)`; the package installs them for bash, zsh and
+    /// fish.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// Write the manual pages into a directory.
+    ///
+    /// ribshard.8, a page per command (ribshard-show.8, ...) and ribshard.toml.5, from
+    /// these definitions and the annotated example configuration (the package build
+    /// does).
+    Man {
+        #[arg(long, default_value = "target/man")]
+        out: PathBuf,
     },
     /// Routing policy of a configuration file, offline.
     Policy {
@@ -260,6 +299,8 @@ fn main() -> ExitCode {
             | Command::Enable { .. }
             | Command::Set { .. }
             | Command::Advise
+            | Command::Completions { .. }
+            | Command::Man { .. }
             | Command::Mrt {
                 command: MrtCommand::Inject { .. }
                     | MrtCommand::Remove { .. }
@@ -322,6 +363,22 @@ fn main() -> ExitCode {
         ),
         Command::Set { words } => client(&cli.socket, cli.json, ribshard::cli::parse_set(&words)),
         Command::Advise => advise(&cli.socket, cli.json),
+        Command::Completions { shell } => {
+            clap_complete::generate(shell, &mut Cli::command(), "ribshard", &mut io::stdout());
+            ExitCode::SUCCESS
+        }
+        Command::Man { out } => match ribshard::manual::write_pages(Cli::command(), &out) {
+            Ok(pages) => {
+                for p in pages {
+                    println!("{}", p.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("{}: {e}", out.display());
+                ExitCode::FAILURE
+            }
+        },
         Command::Config { command } => config_command(command, &cli.socket, cli.json),
         Command::Policy { command } => policy_command(command, cli.json),
         Command::Mrt { command } => mrt(&cli.socket, cli.json, command),

@@ -74,6 +74,24 @@ fn the_package_installs_binary_unit_and_configuration() {
             "{doc}"
         );
     }
+    // The manual pages and the shell completions, made from the binary's definitions.
+    for page in [
+        "usr/share/man/man8/ribshard.8.gz",
+        "usr/share/man/man8/ribshard-show.8.gz",
+        "usr/share/man/man8/ribshard-monitor.8.gz",
+        "usr/share/man/man5/ribshard.toml.5.gz",
+        "usr/share/bash-completion/completions/ribshard",
+        "usr/share/zsh/vendor-completions/_ribshard",
+        "usr/share/fish/vendor_completions.d/ribshard.fish",
+    ] {
+        assert_eq!(mode(&root.join(page)), 0o644, "{page}");
+    }
+    let bash = std::fs::read_to_string(root.join("usr/share/bash-completion/completions/ribshard"))
+        .unwrap();
+    assert!(
+        bash.contains("monitor") && bash.contains("completions"),
+        "{bash}"
+    );
     // The binary runs, and the configuration it ships with loads.
     let out = Command::new(&bin).arg("--version").output().unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).starts_with("ribshard "));
