@@ -165,6 +165,25 @@ fn live_changes(was: &PeerSettings, now: &PeerSettings) -> Vec<String> {
         was.routing.no_install != now.routing.no_install,
         "no-install: its routes' place in the kernel follows".into(),
     );
+    said(
+        was.routing.group != now.routing.group,
+        format!(
+            "group {}: moved to its update groups, sent what changes",
+            now.routing.group
+        ),
+    );
+    said(
+        was.routing.no_prepend_global_as != now.routing.no_prepend_global_as,
+        "no-prepend-global-as: what it is sent changes now".into(),
+    );
+    said(
+        was.disabled != now.disabled,
+        if now.disabled {
+            "disable: session ended (Cease / Administrative Shutdown), connections refused".into()
+        } else {
+            "disable removed: session starting".into()
+        },
+    );
     v
 }
 

@@ -1202,6 +1202,28 @@ fn a_daemon_started_without_neighbors_takes_them_from_a_reload() {
         ("first upstream", 0),
         "{n:?}"
     );
+    // Another configured group (update groups never span them): it moves to that group's
+    // update group, session kept.
+    let text = std::fs::read_to_string(&conf).unwrap();
+    std::fs::write(&conf, text.replace("name = \"up\"", "name = \"transit\"")).unwrap();
+    let (text, ok) = cli(&sock, &["configure", "reload"]);
+    assert!(
+        ok && text.contains("group transit: moved to its update groups")
+            && !text.contains("session restarted"),
+        "{text}"
+    );
+    let n = &json::<Vec<Neighbor>>(&sock, &["show", "bgp", "neighbor", "127.0.0.41"])[0];
+    assert_eq!(n.group, "transit");
+    assert_eq!(
+        n.update_group.as_ref().map(|g| g.name.as_str()),
+        Some("transit"),
+        "{n:?}"
+    );
+    assert!(
+        same_session(&since, &bird_since(&a)),
+        "{since} then {}",
+        bird_since(&a)
+    );
     // A change carried in the OPEN (a capability) restarts the session: the neighbor's
     // history goes on, flap counted, the Cease we sent shown as its last error.
     let text = std::fs::read_to_string(&conf).unwrap();

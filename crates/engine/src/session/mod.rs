@@ -126,11 +126,10 @@ pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static
         "ttl-security or multihop (the connection's TTL)",
     );
     let (a, b) = (&was.routing, &now.routing);
-    // Routing roles the shards and loop checks read when the session comes up.
-    differ(
-        a.group != b.group,
-        "group (update groups never span configured groups)",
-    );
+    // Routing roles the shards and loop checks read when the session comes up (its
+    // routes are interned with these checks, and the shards hold its role). A new
+    // configured group, or `no-prepend-global-as` (what it is sent only), moves it to
+    // another update group instead: no new session.
     differ(
         a.cluster != b.cluster || a.cluster_ids != b.cluster_ids,
         "cluster (route reflection: how its routes are reflected and checked for loops)",
@@ -142,8 +141,7 @@ pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static
     differ(
         a.loops != b.loops
             || a.global_as != b.global_as
-            || a.local_as_private != b.local_as_private
-            || a.no_prepend_global_as != b.no_prepend_global_as,
+            || a.local_as_private != b.local_as_private,
         "loops or local-as options (checks on the routes as received)",
     );
     why

@@ -296,7 +296,7 @@ impl Session {
                 if export_changed {
                     info!(neighbor = %self.name(), policies = ?self.s.routing.export.names(), "export policy changed: moved to the update group of the new policy, sent what changes");
                 } else {
-                    info!(neighbor = %self.name(), "next-hop-self changed: moved to the update group that sends it so, sent what changes");
+                    info!(neighbor = %self.name(), group = %spec.name, "export settings changed (group, next-hop-self or no-prepend-global-as): moved to the update group that sends it so, sent what changes");
                 }
                 let (msgs, joined) = p.regroup(&j, spec);
                 self.inlet.extend(msgs);
