@@ -167,7 +167,8 @@ fn types(c: &[u64; 5]) -> MessageTypes {
     }
 }
 
-fn role_name(r: u8) -> String {
+/// An RFC 9234 role as the configuration writes it.
+pub(crate) fn role_name(r: u8) -> String {
     use ribshard_wire::open::role;
     match r {
         role::PROVIDER => "provider",

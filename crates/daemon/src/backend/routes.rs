@@ -177,24 +177,24 @@ pub(super) async fn routes(
     });
     let only = q.shard;
     let max_paths = chunk_paths(text, q.detail);
+    // The walk of one table; counted, its routes are not rendered.
+    let query = move |family: Family, max_paths: usize| RouteQuery {
+        select: match select {
+            Selection::Table(_, within) => Selection::Table(family, within),
+            other => other,
+        },
+        after: None,
+        max_paths,
+        filter,
+        advertised,
+        render: render.clone(),
+        matcher: matcher.clone(),
+    };
     if q.count {
         tokio::spawn(async move {
             let mut counts = RouteCount::default();
             for family in families {
-                let select = match select {
-                    Selection::Table(_, within) => Selection::Table(family, within),
-                    other => other,
-                };
-                let query = RouteQuery {
-                    select,
-                    after: None,
-                    max_paths: 16384,
-                    filter,
-                    advertised,
-                    render: None,
-                    matcher: matcher.clone(),
-                };
-                let mut walk = pipeline.walk_routes(query, only);
+                let mut walk = pipeline.walk_routes(query(family, 16384), only);
                 let mut c = TableCount {
                     table: table_name(family).into(),
                     ..TableCount::default()
@@ -226,20 +226,7 @@ pub(super) async fn routes(
     }
     tokio::spawn(async move {
         for family in families {
-            let select = match select {
-                Selection::Table(_, within) => Selection::Table(family, within),
-                other => other,
-            };
-            let query = RouteQuery {
-                select,
-                after: None,
-                max_paths,
-                filter,
-                advertised,
-                render: render.clone(),
-                matcher: matcher.clone(),
-            };
-            let mut walk = pipeline.walk_routes(query, only);
+            let mut walk = pipeline.walk_routes(query(family, max_paths), only);
             let mut first = true;
             while let Some(batch) = walk.next().await {
                 if batch.is_empty() {

@@ -320,6 +320,20 @@ pub(super) fn brief(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<u
     }
 }
 
+/// The last column of the one-line layouts: AS path and origin (`65001 I`, `I` alone),
+/// and the line's end.
+fn path_and_origin(out: &mut Vec<u8>, a: &Brief<'_>) {
+    as_path(out, a.as_path.as_ref());
+    if a.as_path
+        .as_ref()
+        .is_some_and(|p| p.segments().next().is_some())
+    {
+        out.push(b' ');
+    }
+    out.extend_from_slice(origin_letter(a.origin));
+    out.push(b'\n');
+}
+
 /// One route of `show route terse` (Junos): a line a path, `A`ctive and `V`alidation
 /// (`?`: not validated) flags, protocol and preference, local preference and MED as
 /// metrics 1 and 2, next hop and AS path.
@@ -344,15 +358,7 @@ pub(super) fn terse(r: &ShownRoute, out: &mut Vec<u8>) {
         let start = out.len();
         brief_next_hop(out, &a, next_hop);
         pad_to(out, start, 16);
-        as_path(out, a.as_path.as_ref());
-        if a.as_path
-            .as_ref()
-            .is_some_and(|p| p.segments().next().is_some())
-        {
-            out.push(b' ');
-        }
-        out.extend_from_slice(origin_letter(a.origin));
-        out.push(b'\n');
+        path_and_origin(out, &a);
     }
 }
 
@@ -376,15 +382,7 @@ pub(super) fn table(r: &ShownRoute, out: &mut Vec<u8>) {
         out.push(b' ');
         right(out, a.local_pref, 10);
         spaces(out, 4);
-        as_path(out, a.as_path.as_ref());
-        if a.as_path
-            .as_ref()
-            .is_some_and(|p| p.segments().next().is_some())
-        {
-            out.push(b' ');
-        }
-        out.extend_from_slice(origin_letter(a.origin));
-        out.push(b'\n');
+        path_and_origin(out, &a);
     }
 }
 

@@ -3,19 +3,6 @@
 
 use super::resolve::{Config, GroupType};
 use ribshard_mgmt::api::{RunningBgp, RunningConfig, RunningNeighbor};
-use ribshard_wire::open::role;
-
-fn role_name(r: u8) -> String {
-    match r {
-        role::PROVIDER => "provider",
-        role::RS => "rs",
-        role::RS_CLIENT => "rs-client",
-        role::CUSTOMER => "customer",
-        role::PEER => "peer",
-        _ => "unknown",
-    }
-    .into()
-}
 
 /// The running configuration of `c`, read from `file`.
 pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
@@ -89,7 +76,7 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
             cluster: p.cluster.map(|c| c.to_string()),
             route_server_client: p.route_server_client,
             next_hop_self: p.next_hop_self,
-            role: p.role.map(role_name),
+            role: p.role.map(crate::backend::role_name),
             add_path: [("receive", p.add_path_receive), ("send", p.add_path_send)]
                 .into_iter()
                 .filter(|(_, on)| *on)
