@@ -5,7 +5,7 @@
 use crate::config::Config;
 use ribshard_policy::{ApplyContext, Community, Member, Modified, NextHopSet, Source, Subject};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
-use ribshard_wire::{attr, Origin, Prefix, SessionParams};
+use ribshard_wire::{attr, Origin, Prefix};
 use std::fmt::Write;
 use std::net::IpAddr;
 
@@ -41,13 +41,7 @@ pub enum TestError {
     Chain(ribshard_policy::ChainError),
 }
 
-const NORMALIZED: SessionParams = SessionParams {
-    four_octet_as: true,
-    extended_message: true,
-    add_path: [false; 2],
-    external: false,
-    mrt_rib: true,
-};
+use ribshard_rib::attrs::NORMALIZED;
 
 fn attributes(r: &Route, prefix: &Prefix) -> Result<(PathAttributes, Vec<u8>), TestError> {
     let asns: Vec<u32> = r

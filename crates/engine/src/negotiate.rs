@@ -210,6 +210,15 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         Capability::Role(r) => Some(*r),
         _ => None,
     });
+    // RFC 9234 section 4.2: the capability repeated with different values is a Role
+    // Mismatch, whatever our own role.
+    let conflicting = theirs.capabilities().any(|c| match (c, peer_role) {
+        (Capability::Role(r), Some(first)) => *r != first,
+        _ => false,
+    });
+    if conflicting {
+        return Err(open_error(sub::ROLE_MISMATCH, vec![]));
+    }
     if let (Some(o), Some(t)) = (s.role, peer_role) {
         if !roles_match(o, t) {
             return Err(open_error(sub::ROLE_MISMATCH, vec![]));
@@ -293,6 +302,7 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
             add_path: add_path_receive,
             external: !s.internal,
             mrt_rib: false,
+            live: true,
         },
     })
 }

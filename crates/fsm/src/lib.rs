@@ -15,6 +15,7 @@
 //! connections, and reported as [`Event::OpenCollisionDump`]. The send hold timer of RFC 9687
 //! is event [`Event::SendHoldTimerExpires`].
 
+use ribshard_wire::message::MessageType;
 use ribshard_wire::notification::{cease, code, Notification};
 
 /// Session states (RFC 4271 section 8.2.2).
@@ -153,6 +154,8 @@ pub const OPEN_HOLD_TIME: u16 = 240;
 
 /// FSM error subcodes (RFC 6608 section 4).
 pub mod fsm_error {
+    /// An FSM error that is not an unexpected message (a timer event out of place).
+    pub const UNSPECIFIED: u8 = 0;
     pub const UNEXPECTED_IN_OPENSENT: u8 = 1;
     pub const UNEXPECTED_IN_OPENCONFIRM: u8 = 2;
     pub const UNEXPECTED_IN_ESTABLISHED: u8 = 3;
@@ -386,13 +389,24 @@ impl Fsm {
         self.fail(a, true)
     }
 
-    fn fsm_error(&self) -> Notification {
+    /// The FSM error for `event` in this state. RFC 6608 section 3: an unexpected message
+    /// names the state it came in (the subcode) and its own type (the data, one octet).
+    fn fsm_error(&self, event: &Event) -> Notification {
+        let message_type = match event {
+            Event::BgpOpen { .. } => Some(MessageType::Open),
+            Event::UpdateMsg => Some(MessageType::Update),
+            Event::KeepAliveMsg => Some(MessageType::Keepalive),
+            _ => None,
+        };
+        let Some(t) = message_type else {
+            return Notification::new(code::FSM, fsm_error::UNSPECIFIED, vec![]);
+        };
         let sub = match self.state {
             State::OpenSent => fsm_error::UNEXPECTED_IN_OPENSENT,
             State::OpenConfirm => fsm_error::UNEXPECTED_IN_OPENCONFIRM,
             _ => fsm_error::UNEXPECTED_IN_ESTABLISHED,
         };
-        Notification::new(code::FSM, sub, vec![])
+        Notification::new(code::FSM, sub, vec![t as u8])
     }
 
     /// Events handled alike in OpenSent, OpenConfirm and Established; `None` for the rest.
@@ -465,7 +479,7 @@ impl Fsm {
                 self.accept_open(hold_time, a);
                 State::OpenConfirm
             }
-            _ => self.notify_and_fail(self.fsm_error(), a),
+            other => self.notify_and_fail(self.fsm_error(&other), a),
         }
     }
 
@@ -488,7 +502,7 @@ impl Fsm {
                 });
                 State::Established
             }
-            _ => self.notify_and_fail(self.fsm_error(), a),
+            other => self.notify_and_fail(self.fsm_error(&other), a),
         }
     }
 
@@ -503,7 +517,7 @@ impl Fsm {
                 }
                 State::Established
             }
-            _ => self.notify_and_fail(self.fsm_error(), a),
+            other => self.notify_and_fail(self.fsm_error(&other), a),
         }
     }
 }

@@ -220,7 +220,12 @@ fn notifications_sent_on_the_way_down() {
         (Event::UpdateMsgErr(n(3, 11)), n(3, 11)),
         (
             Event::BgpOpen { hold_time: 90 },
-            n(code::FSM, fsm_error::UNEXPECTED_IN_ESTABLISHED),
+            Notification::new(code::FSM, fsm_error::UNEXPECTED_IN_ESTABLISHED, vec![1]),
+        ),
+        // Not a message: no state to name (RFC 6608 subcode 0).
+        (
+            Event::DelayOpenTimerExpires,
+            n(code::FSM, fsm_error::UNSPECIFIED),
         ),
         (
             Event::ManualStop,
@@ -236,23 +241,26 @@ fn notifications_sent_on_the_way_down() {
             "{event:?}"
         );
     }
-    // Unexpected messages name the state they arrived in (RFC 6608).
+    // Unexpected messages name the state they arrived in and their type (RFC 6608
+    // section 3: the data is the message type, one octet).
     let mut f = fsm_in(State::OpenSent, Config::default());
     let a = f.handle(Event::KeepAliveMsg);
     assert_eq!(
         a.first(),
-        Some(&Action::SendNotification(n(
+        Some(&Action::SendNotification(Notification::new(
             code::FSM,
-            fsm_error::UNEXPECTED_IN_OPENSENT
+            fsm_error::UNEXPECTED_IN_OPENSENT,
+            vec![4]
         )))
     );
     let mut f = fsm_in(State::OpenConfirm, Config::default());
     let a = f.handle(Event::UpdateMsg);
     assert_eq!(
         a.first(),
-        Some(&Action::SendNotification(n(
+        Some(&Action::SendNotification(Notification::new(
             code::FSM,
-            fsm_error::UNEXPECTED_IN_OPENCONFIRM
+            fsm_error::UNEXPECTED_IN_OPENCONFIRM,
+            vec![2]
         )))
     );
 }

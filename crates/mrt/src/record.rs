@@ -165,6 +165,7 @@ impl Bgp4mp<'_> {
             add_path: [self.add_path(); 2],
             external: false,
             mrt_rib: false,
+            live: false,
         }
     }
 }

@@ -97,6 +97,7 @@ pub const NORMALIZED: SessionParams = SessionParams {
     add_path: [false; 2],
     external: false,
     mrt_rib: true,
+    live: false,
 };
 
 impl RouteAttrs {

@@ -103,6 +103,13 @@ pub enum AttrErrorKind {
     ListUnderrun,
     #[error("next hop length is invalid for the address family")]
     InvalidNextHopLength,
+    /// RFC 7607 section 2.
+    #[error("holds AS number 0")]
+    AsZero,
+    /// RFC 5065 section 5 (RFC 7606 section 7.2): ribshard is in no confederation, so no
+    /// external peer may send these segments.
+    #[error("holds AS_CONFED segments from a peer outside our confederation")]
+    ConfedFromOutside,
     #[error("NLRI is syntactically incorrect")]
     InvalidNlri,
 }

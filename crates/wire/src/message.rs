@@ -49,6 +49,10 @@ pub struct SessionParams {
     /// Attributes of an MRT RIB entry (RFC 6396 section 4.3.4): MP_REACH_NLRI may hold only
     /// the next hop, and the prefix comes from the record, not from NLRI.
     pub mrt_rib: bool,
+    /// An UPDATE from a live session: the checks on what a peer may send apply (AS 0, RFC
+    /// 7607; confederation segments from outside, RFC 5065), which a file's records (MRT)
+    /// are decoded without, as they were recorded.
+    pub live: bool,
 }
 
 impl SessionParams {

@@ -75,6 +75,15 @@ pub enum UpdateError {
     /// A well-known attribute we do not know (RFC 4271 section 6.3).
     #[error("unrecognized well-known attribute type {}", .attribute.get(1).copied().unwrap_or(0))]
     UnrecognizedWellKnown { attribute: Vec<u8> },
+    /// An error that calls for treat-as-withdraw in an UPDATE with no NLRI to withdraw
+    /// (RFC 7606 section 5.2): the session is reset, with RFC 4271's NOTIFICATION for it.
+    #[error("{} {kind}, in an UPDATE with no NLRI (RFC 7606 section 5.2)", attr::name(*.type_code))]
+    MalformedWithoutNlri {
+        type_code: u8,
+        kind: AttrErrorKind,
+        /// The attribute as received, when it was whole.
+        attribute: Vec<u8>,
+    },
 }
 
 impl UpdateError {
@@ -93,6 +102,23 @@ impl UpdateError {
             UpdateError::UnrecognizedWellKnown { attribute } => {
                 n(sub::UNRECOGNIZED_WELL_KNOWN_ATTRIBUTE, attribute.clone())
             }
+            // RFC 4271 section 6.3: the subcode for the error, the attribute as data where
+            // it names one.
+            UpdateError::MalformedWithoutNlri {
+                type_code,
+                kind,
+                attribute,
+            } => match (*type_code, kind) {
+                (_, AttrErrorKind::ListOverrun | AttrErrorKind::ListUnderrun) => {
+                    n(sub::MALFORMED_ATTRIBUTE_LIST, vec![])
+                }
+                (_, AttrErrorKind::Flags) => n(sub::ATTRIBUTE_FLAGS_ERROR, attribute.clone()),
+                (_, AttrErrorKind::Length) => n(sub::ATTRIBUTE_LENGTH_ERROR, attribute.clone()),
+                (attr::ORIGIN, _) => n(sub::INVALID_ORIGIN_ATTRIBUTE, attribute.clone()),
+                (attr::AS_PATH, _) => n(sub::MALFORMED_AS_PATH, vec![]),
+                (attr::NEXT_HOP, _) => n(sub::INVALID_NEXT_HOP_ATTRIBUTE, attribute.clone()),
+                _ => n(sub::OPTIONAL_ATTRIBUTE_ERROR, attribute.clone()),
+            },
         }
     }
 }
@@ -573,6 +599,26 @@ pub fn parse_update<'a>(
             });
         }
     }
+    // RFC 7606 section 5.2: treat-as-withdraw needs NLRI to withdraw; an UPDATE of
+    // attributes alone that calls for it resets the session.
+    if let Some(e) = out.treat_as_withdraw.filter(|_| params.live) {
+        let nothing = |v: Option<NlriView<'_>>| v.is_none_or(|n| n.is_empty());
+        let no_nlri = nlri.is_empty()
+            && withdrawn.is_empty()
+            && nothing(out.attrs.mp_reach.and_then(|m| m.nlri))
+            && nothing(out.attrs.mp_unreach.and_then(|m| m.nlri));
+        if no_nlri {
+            let attribute = RawAttrIter::new(attr_bytes)
+                .find(|a| a.type_code == e.type_code)
+                .map(RawAttr::to_vec)
+                .unwrap_or_default();
+            return Err(UpdateError::MalformedWithoutNlri {
+                type_code: e.type_code,
+                kind: e.kind,
+                attribute,
+            });
+        }
+    }
     Ok(out)
 }
 
@@ -725,9 +771,22 @@ fn parse_known<'a>(
             a.origin = Some(Origin::from_u8(*o).ok_or(AttrErrorKind::InvalidValue)?);
         }
         attr::AS_PATH => {
-            a.as_path = Some(
-                AsPathView::parse(v, params.four_octet_as).ok_or(AttrErrorKind::MalformedAsPath)?,
-            );
+            let path =
+                AsPathView::parse(v, params.four_octet_as).ok_or(AttrErrorKind::MalformedAsPath)?;
+            if params.live {
+                // RFC 7607 section 2: malformed, so treat-as-withdraw (RFC 7606 section 7.2).
+                if path.segments().any(|s| s.asns().any(|asn| asn == 0)) {
+                    return Err(AttrErrorKind::AsZero);
+                }
+                // RFC 5065 section 5 and RFC 7606 section 7.2: treat-as-withdraw.
+                let confed = |s: &Segment<'_>| {
+                    s.kind == segment::AS_CONFED_SEQUENCE || s.kind == segment::AS_CONFED_SET
+                };
+                if params.external && path.segments().any(|s| confed(&s)) {
+                    return Err(AttrErrorKind::ConfedFromOutside);
+                }
+            }
+            a.as_path = Some(path);
         }
         attr::NEXT_HOP => a.next_hop = Some(ipv4(v).ok_or(AttrErrorKind::Length)?),
         attr::MULTI_EXIT_DISC => a.med = Some(u32_of(v).ok_or(AttrErrorKind::Length)?),
@@ -744,8 +803,12 @@ fn parse_known<'a>(
             a.atomic_aggregate = true;
         }
         attr::AGGREGATOR => {
-            a.aggregator =
-                Some(parse_aggregator(v, params.four_octet_as).ok_or(AttrErrorKind::Length)?);
+            let g = parse_aggregator(v, params.four_octet_as).ok_or(AttrErrorKind::Length)?;
+            // RFC 7607 section 2: attribute discard (RFC 7606 section 7.7).
+            if params.live && g.asn == 0 {
+                return Err(AttrErrorKind::AsZero);
+            }
+            a.aggregator = Some(g);
         }
         attr::COMMUNITIES => a.communities = Some(list_of(v, 4)?),
         attr::ORIGINATOR_ID => {
@@ -768,13 +831,22 @@ fn parse_known<'a>(
             if params.four_octet_as && !params.mrt_rib {
                 return Err(AttrErrorKind::UnexpectedOnFourOctetSession);
             }
-            a.as4_path = Some(AsPathView::parse(v, true).ok_or(AttrErrorKind::MalformedAsPath)?);
+            let path = AsPathView::parse(v, true).ok_or(AttrErrorKind::MalformedAsPath)?;
+            // RFC 7607 section 2 sends AS 0 here to RFC 6793 section 6: attribute discard.
+            if params.live && path.segments().any(|s| s.asns().any(|asn| asn == 0)) {
+                return Err(AttrErrorKind::AsZero);
+            }
+            a.as4_path = Some(path);
         }
         attr::AS4_AGGREGATOR => {
             if params.four_octet_as && !params.mrt_rib {
                 return Err(AttrErrorKind::UnexpectedOnFourOctetSession);
             }
-            a.as4_aggregator = Some(parse_aggregator(v, true).ok_or(AttrErrorKind::Length)?);
+            let g = parse_aggregator(v, true).ok_or(AttrErrorKind::Length)?;
+            if params.live && g.asn == 0 {
+                return Err(AttrErrorKind::AsZero);
+            }
+            a.as4_aggregator = Some(g);
         }
         attr::LARGE_COMMUNITY => a.large_communities = Some(list_of(v, 12)?),
         attr::OTC => a.otc = Some(u32_of(v).ok_or(AttrErrorKind::Length)?),

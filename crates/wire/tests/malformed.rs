@@ -13,6 +13,7 @@ const IBGP: SessionParams = SessionParams {
     add_path: [false; 2],
     external: false,
     mrt_rib: false,
+    live: true,
 };
 const EBGP: SessionParams = SessionParams {
     external: true,
@@ -760,4 +761,100 @@ fn shutdown_communication_rfc9003() {
     assert!(matches!(bad.shutdown_message(), Some(Err(_))));
     let short = Notification::new(6, cease::ADMINISTRATIVE_SHUTDOWN, vec![9, b'a']);
     assert!(matches!(short.shutdown_message(), Some(Err(_))));
+}
+
+// ---- What a live peer may not send (RFC 7607, RFC 5065, RFC 7606 section 5.2) ----
+
+#[test]
+fn as_zero_rfc7607() {
+    // In AS_PATH: malformed, treat-as-withdraw (RFC 7606 section 7.2).
+    let zero_path = a(0x40, 2, &[2, 2, 0, 0, 0xfd, 0xe8, 0, 0, 0, 0]);
+    let m = update(&[], &[origin(), zero_path, next_hop()], NLRI);
+    taw(&m, &EBGP, attr::AS_PATH, K::AsZero);
+    // In AGGREGATOR: attribute discard (RFC 7606 section 7.7).
+    discard(
+        &announce(a(0xc0, 7, &[0, 0, 0, 0, 192, 0, 2, 1])),
+        &EBGP,
+        attr::AGGREGATOR,
+        K::AsZero,
+    );
+    // In AS4_PATH and AS4_AGGREGATOR (a 2-octet session): attribute discard (RFC 6793
+    // section 6, where RFC 7607 sends them).
+    let m = update(
+        &[],
+        &[
+            origin(),
+            as_path2(),
+            next_hop(),
+            a(0xc0, 17, &[2, 1, 0, 0, 0, 0]),
+        ],
+        NLRI,
+    );
+    discard(&m, &TWO_OCTET, attr::AS4_PATH, K::AsZero);
+    let m = update(
+        &[],
+        &[
+            origin(),
+            as_path2(),
+            next_hop(),
+            a(0xc0, 18, &[0, 0, 0, 0, 192, 0, 2, 1]),
+        ],
+        NLRI,
+    );
+    discard(&m, &TWO_OCTET, attr::AS4_AGGREGATOR, K::AsZero);
+    // A file's record (MRT) is decoded as recorded.
+    let recorded = SessionParams {
+        live: false,
+        ..EBGP
+    };
+    let m = update(
+        &[],
+        &[origin(), a(0x40, 2, &[2, 1, 0, 0, 0, 0]), next_hop()],
+        NLRI,
+    );
+    assert_eq!(outcome(&m, &recorded).action(), Action::Accept);
+}
+
+#[test]
+fn confederation_segments_from_outside_rfc5065() {
+    // AS_CONFED_SEQUENCE (3) then AS_SEQUENCE: from an external peer, treat-as-withdraw.
+    let confed = a(0x40, 2, &[3, 1, 0, 0, 0xfc, 0, 2, 1, 0, 0, 0xfd, 0xe8]);
+    let m = update(&[], &[origin(), confed.clone(), next_hop()], NLRI);
+    taw(&m, &EBGP, attr::AS_PATH, K::ConfedFromOutside);
+    // AS_CONFED_SET (4) too.
+    let set = a(0x40, 2, &[4, 1, 0, 0, 0xfc, 0, 2, 1, 0, 0, 0xfd, 0xe8]);
+    let m = update(&[], &[origin(), set, next_hop()], NLRI);
+    taw(&m, &EBGP, attr::AS_PATH, K::ConfedFromOutside);
+    // From an internal peer the segments are its own AS's matter.
+    let m = update(&[], &[origin(), confed, next_hop()], NLRI);
+    assert_eq!(outcome(&m, &IBGP).action(), Action::Accept);
+}
+
+#[test]
+fn treat_as_withdraw_without_nlri_is_a_session_reset_rfc7606_5_2() {
+    // An invalid ORIGIN with nothing to announce or withdraw: Invalid ORIGIN Attribute, the
+    // attribute as data.
+    let bad_origin = a(0x40, 1, &[7]);
+    let m = update(&[], &[bad_origin.clone(), as_path(), next_hop()], &[]);
+    reset(&m, &EBGP, 3, 6, Some(&bad_origin));
+    // A bad AS_PATH: Malformed AS_PATH, no data.
+    let m = update(
+        &[],
+        &[origin(), a(0x40, 2, &[2, 1, 0, 0, 0, 0]), next_hop()],
+        &[],
+    );
+    reset(&m, &EBGP, 3, 11, Some(&[]));
+    // A COMMUNITIES of a bad length: Attribute Length Error, the attribute as data.
+    let bad = a(0xc0, 8, &[0, 1, 2]);
+    let m = update(&[], &[origin(), as_path(), next_hop(), bad.clone()], &[]);
+    reset(&m, &EBGP, 3, 5, Some(&bad));
+    // With prefixes to withdraw, treat-as-withdraw applies.
+    let m = update(
+        &[24, 198, 51, 100],
+        &[bad_origin, as_path(), next_hop()],
+        &[],
+    );
+    let u = outcome(&m, &EBGP);
+    assert_eq!(u.action(), Action::TreatAsWithdraw);
+    assert_eq!(u.withdrawn_all().count(), 1);
 }

@@ -256,6 +256,9 @@ impl Session {
         }
         // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
         // a pipeline, the per-shard batches.
+        let local = self.status.borrow().local.map(|a| a.ip());
+        let name = self.name();
+        let warned = &mut self.next_hop_warned;
         let adj = &mut self.adj_rib_in;
         let refreshing = &mut self.refreshing;
         let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
@@ -286,6 +289,14 @@ impl Session {
                 let Some(run) = run.filter(|r| !r.is_empty()) else {
                     continue;
                 };
+                // RFC 4271 section 6.3: a next hop that is no usable host address makes
+                // the routes ignored (as withdrawn), with no NOTIFICATION.
+                let unusable = unusable_next_hop(next_hop_of(&parsed.attrs, in_mp), local);
+                if let (Some(why), false) = (unusable, *warned) {
+                    warn!(neighbor = %name, "routes ignored (RFC 4271 section 6.3): next hop is {why}; logged once a session");
+                    *warned = true;
+                }
+                let leak = leak || unusable.is_some();
                 let attrs = pipe.as_mut().filter(|_| !leak).map(|(_, interner)| {
                     let nh = next_hop_of(&parsed.attrs, in_mp);
                     if ingress == Ingress::default() {
@@ -347,5 +358,64 @@ impl Session {
                 },
             });
         }
+    }
+}
+
+/// Why a next hop is no usable host address (RFC 4271 section 6.3), if it is not: the
+/// unspecified address, multicast, IPv4 class E and broadcast, or our own address on the
+/// session. An IPv6 next hop is its global address (a link-local may follow).
+fn unusable_next_hop(nh: &[u8], ours: Option<std::net::IpAddr>) -> Option<&'static str> {
+    use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
+    let addr = match nh.len() {
+        4 => IpAddr::V4(Ipv4Addr::from(<[u8; 4]>::try_from(nh).ok()?)),
+        16 | 32 => IpAddr::V6(Ipv6Addr::from(<[u8; 16]>::try_from(nh.get(..16)?).ok()?)),
+        _ => return None,
+    };
+    if Some(addr) == ours {
+        return Some("our own address on this session");
+    }
+    match addr {
+        IpAddr::V4(a) if a.is_unspecified() => Some("0.0.0.0"),
+        IpAddr::V4(a) if a.is_multicast() => Some("a multicast address"),
+        // 240.0.0.0/4 (class E) and 255.255.255.255.
+        IpAddr::V4(a) if a.octets()[0] >= 240 => Some("a class E or broadcast address"),
+        IpAddr::V6(a) if a.is_unspecified() => Some("::"),
+        IpAddr::V6(a) if a.is_multicast() => Some("a multicast address"),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::unusable_next_hop;
+
+    #[test]
+    fn next_hops_that_are_no_usable_host_address() {
+        let ours = Some("127.0.0.1".parse().unwrap());
+        for (nh, bad) in [
+            (&[198, 51, 100, 1][..], false),
+            (&[0, 0, 0, 0], true),
+            (&[224, 0, 0, 5], true),
+            (&[239, 255, 255, 255], true),
+            (&[240, 0, 0, 1], true),
+            (&[255, 255, 255, 255], true),
+            (&[127, 0, 0, 1], true),
+            (&[127, 0, 0, 2], false),
+        ] {
+            assert_eq!(unusable_next_hop(nh, ours).is_some(), bad, "{nh:?}");
+        }
+        let mut v6 = [0u8; 16];
+        assert!(unusable_next_hop(&v6, ours).is_some(), "::");
+        v6[0] = 0xff;
+        assert!(unusable_next_hop(&v6, ours).is_some(), "ff00::/8");
+        v6[0] = 0x20;
+        v6[1] = 0x01;
+        assert!(unusable_next_hop(&v6, ours).is_none(), "2001::");
+        // A global address followed by a link-local one.
+        let mut both = [0u8; 32];
+        both[..16].copy_from_slice(&v6);
+        both[16] = 0xfe;
+        both[17] = 0x80;
+        assert!(unusable_next_hop(&both, ours).is_none());
     }
 }

@@ -193,6 +193,8 @@ impl Session {
                 add_path: n.add_path_send,
                 external: false,
                 mrt_rib: false,
+                // What the group sends: encoding reads none of the receive checks.
+                live: false,
             },
             families: families(&n.families),
             role: if self.s.internal { None } else { self.s.role },

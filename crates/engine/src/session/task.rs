@@ -149,6 +149,8 @@ pub(super) struct Session {
     /// Families whose routes are kept stale for a restarting neighbor, and until when.
     pub(super) stale: Option<([bool; 2], Instant)>,
     pub(super) admin_down: bool,
+    /// An unusable next hop was logged this session (RFC 4271 section 6.3): once is enough.
+    pub(super) next_hop_warned: bool,
     /// How the session is ending, for graceful restart (RFC 4724 section 4.2, RFC 8538).
     pub(super) ending: Ending,
     /// Torn down by a prefix limit with no idle timeout: stays down until cleared.
@@ -205,6 +207,7 @@ impl Session {
             epoch: 0,
             stale: None,
             admin_down: false,
+            next_hop_warned: false,
             ending: Ending::Other,
             held_down: false,
         }
@@ -774,6 +777,7 @@ impl Session {
                     self.adj_rib_in = Default::default();
                     self.refreshing = [None, None];
                     self.negotiated = None;
+                    self.next_hop_warned = false;
                     self.status.send_modify(|st| {
                         st.negotiated = None;
                         st.prefixes = [0; 2];

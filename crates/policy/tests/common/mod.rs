@@ -16,6 +16,7 @@ pub const NORMALIZED: SessionParams = SessionParams {
     add_path: [false; 2],
     external: false,
     mrt_rib: true,
+    live: false,
 };
 
 /// `[policy-options]` from TOML text (the table's contents), with prefix-list files read

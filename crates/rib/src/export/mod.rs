@@ -187,6 +187,10 @@ fn export_verdict(
         }
         GroupKind::RouteServer => {}
     }
+    // Without actions of the export policy, the communities leave as received.
+    if v.trace.is_empty() && !well_known_allow(spec.kind, raw_communities(attrs.raw())) {
+        return None;
+    }
     // Without actions of the export policy, the common cases are made on the bytes.
     if v.trace.is_empty() {
         if let Some(e) = raw::export(spec, src, attrs, family) {
@@ -223,6 +227,10 @@ pub(crate) fn export_decoded(
             },
         )
     };
+    // After export policy, which may have deleted a well-known community to let it go.
+    if !v.trace.is_empty() && !well_known_allow(spec.kind, m.attrs.communities().iter().copied()) {
+        return None;
+    }
     let Modified {
         attrs: mut a,
         next_hop: policy_next_hop,
@@ -332,6 +340,29 @@ pub(crate) fn export_decoded(
         attrs: out.into_boxed_slice(),
         mp_next_hop,
     })
+}
+
+/// RFC 1997 well-known communities.
+pub const NO_EXPORT: u32 = 0xFFFF_FF01;
+pub const NO_ADVERTISE: u32 = 0xFFFF_FF02;
+pub const NO_EXPORT_SUBCONFED: u32 = 0xFFFF_FF03;
+
+/// Whether a route carrying `communities` may be advertised to a group of `kind` (RFC 1997):
+/// NO_ADVERTISE to no peer; NO_EXPORT and NO_EXPORT_SUBCONFED to no external peer, a
+/// route server's clients included (each is another AS; ribshard has no confederation, so
+/// the two mean the same here). Internal peers, reflected or not, get both.
+fn well_known_allow(kind: GroupKind, mut communities: impl Iterator<Item = u32>) -> bool {
+    let internal = matches!(kind, GroupKind::Internal { .. });
+    !communities
+        .any(|c| c == NO_ADVERTISE || (!internal && (c == NO_EXPORT || c == NO_EXPORT_SUBCONFED)))
+}
+
+/// The standard communities of an attribute set as stored (COMMUNITIES, 4 octets each).
+fn raw_communities(raw: &[u8]) -> impl Iterator<Item = u32> + '_ {
+    ribshard_wire::update::RawAttrIter::new(raw)
+        .filter(|a| a.type_code == attr::COMMUNITIES)
+        .flat_map(|a| a.value.chunks_exact(4))
+        .filter_map(|c| <[u8; 4]>::try_from(c).ok().map(u32::from_be_bytes))
 }
 
 /// The NEXT_HOP an IPv4 route goes with: ours, or the one received (4 octets; else ours).
