@@ -106,7 +106,7 @@ fn quick_two_full_tables_and_rr_are_correct_on_ribshard_and_bird() {
     if bird_installed() {
         duts.push("bird2");
     } else {
-        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2); ribshard only");
+        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2); ribshard only");
     }
     // One after another: each run owns the port and, for its timing, the CPUs.
     for dut in duts {
@@ -127,7 +127,7 @@ fn quick_two_full_tables_and_rr_are_correct_on_ribshard_and_bird() {
 #[test]
 fn quick_two_full_tables_through_a_real_bird_are_correct() {
     if !bird_installed() {
-        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2)");
+        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2)");
         return;
     }
     let work = std::env::temp_dir().join(format!("ribshard-bench-relay-{}", std::process::id()));
@@ -167,7 +167,7 @@ fn quick_two_full_tables_with_policy_are_correct_on_ribshard_and_bird() {
     if bird_installed() {
         duts.push("bird2");
     } else {
-        eprintln!("SKIPPED: BIRD 2 is not installed (apt-get install bird2); ribshard only");
+        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2); ribshard only");
     }
     let plain = run_with("two-full-tables", "ribshard", &work, POLICY_TEST_PORT, &[]);
     check(&plain, "two-full-tables", "ribshard");

@@ -101,7 +101,7 @@ fn ribshard_connects_to_gobgp_and_receives_routes() {
 
 fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
     if !Path::new("/usr/lib/frr/bgpd").exists() {
-        eprintln!("SKIPPED: FRR bgpd is not installed");
+        ribshard_mrt::skipped("FRR bgpd is not installed");
         return;
     }
     let dir = tempdir(name);
@@ -262,7 +262,7 @@ fn openbgpd_routes(passive_ribshard: bool, port_r: u16, port_o: u16, name: &str)
         return;
     }
     if output(Command::new("id").arg("-u")).trim() != "0" {
-        eprintln!("SKIPPED: OpenBGPD needs root");
+        ribshard_mrt::skipped("OpenBGPD needs root");
         return;
     }
     let dir = tempdir(name);

@@ -178,7 +178,7 @@ fn gobgp_originate(g: &GoBgp, dir: &Path, p: &str, attrs: &[&str]) {
 #[test]
 fn route_reflector_between_bird_and_frr_clients() {
     if !have_bird() || !Path::new("/usr/lib/frr/bgpd").exists() {
-        eprintln!("SKIPPED: needs bird and FRR bgpd");
+        ribshard_mrt::skipped("needs bird and FRR bgpd");
         return;
     }
     let dir = tempdir("rr");
@@ -444,7 +444,7 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
         return;
     }
     if output(Command::new("id").arg("-u")).trim() != "0" {
-        eprintln!("SKIPPED: OpenBGPD needs root");
+        ribshard_mrt::skipped("OpenBGPD needs root");
         return;
     }
     let dir = tempdir("transit-openbgpd");

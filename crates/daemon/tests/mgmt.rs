@@ -932,7 +932,7 @@ fn show_route_of_the_real_full_tables_streams_in_bounded_memory() {
     };
     let data = rib.parent().unwrap();
     let Some(feeds) = ribshard_bench::table::real(data, &[2497, 4777], None) else {
-        eprintln!("SKIPPED: the RouteViews RIB is not in ../shared/data");
+        ribshard_mrt::skipped("the RouteViews RIB is not in ../shared/data");
         return;
     };
     let dir = tempdir("mgmt-stream");

@@ -10,7 +10,7 @@ fn ribshard() -> Command {
 fn have_bgpdump() -> bool {
     let ok = Command::new("bgpdump").arg("-T").output().is_ok();
     if !ok {
-        eprintln!("SKIPPED: bgpdump is not installed (apt-get install bgpdump)");
+        ribshard_mrt::skipped("bgpdump is not installed (apt-get install bgpdump)");
     }
     ok
 }

@@ -29,10 +29,10 @@ fn package() -> Option<PathBuf> {
         })
         .max_by_key(|p| p.metadata().and_then(|m| m.modified()).ok());
     if newest.is_none() {
-        eprintln!(
-            "SKIPPED: no package in {} (scripts/package builds it)",
+        ribshard_mrt::skipped(&format!(
+            "no package in {} (scripts/package builds it)",
             dir.display()
-        );
+        ));
     }
     newest
 }
@@ -145,7 +145,7 @@ fn systemd_analyze_verifies_the_unit() {
         .output()
         .is_err()
     {
-        eprintln!("SKIPPED: systemd-analyze is not installed");
+        ribshard_mrt::skipped("systemd-analyze is not installed");
         return;
     }
     let root = unpack(&deb, "package-verify");
@@ -180,7 +180,7 @@ impl Netns {
             .status()
             .is_ok_and(|s| s.success());
         if !ok {
-            eprintln!("SKIPPED: cannot create a network namespace (needs root and iproute2)");
+            ribshard_mrt::skipped("cannot create a network namespace (needs root and iproute2)");
             return None;
         }
         let ns = Netns(name);

@@ -213,7 +213,7 @@ pub fn assert_tagged(a: &PathAttributes, peer_as: u32, what: &str) {
 pub fn have_bird() -> bool {
     let ok = Command::new("bird").arg("--version").output().is_ok();
     if !ok {
-        eprintln!("SKIPPED: bird is not installed (apt-get install bird2)");
+        ribshard_mrt::skipped("bird is not installed (apt-get install bird2)");
     }
     ok
 }
@@ -267,7 +267,7 @@ impl Bird {
 pub fn have(cmd: &str, arg: &str) -> bool {
     let ok = Command::new(cmd).arg(arg).output().is_ok();
     if !ok {
-        eprintln!("SKIPPED: {cmd} is not installed");
+        ribshard_mrt::skipped(&format!("{cmd} is not installed"));
     }
     ok
 }
