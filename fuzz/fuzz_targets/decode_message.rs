@@ -16,6 +16,7 @@ fuzz_target!(|data: &[u8]| {
         add_path: [knobs & 4 != 0, knobs & 8 != 0],
         external: knobs & 16 != 0,
         mrt_rib: false,
+        live: knobs & 32 != 0,
     };
     // As a stream: frame and decode messages until the bytes run out or an error.
     let mut buf = bytes;
@@ -48,7 +49,7 @@ fuzz_target!(|data: &[u8]| {
         buf = rest;
     }
     // As the path attributes of an MRT RIB entry.
-    let rib = SessionParams { mrt_rib: true, ..params };
+    let rib = SessionParams { mrt_rib: true, live: false, ..params };
     if let Ok(u) = parse_attributes_only(bytes, &rib) {
         let attrs = PathAttributes::from_view(&u.attrs, &rib);
         let _ = attrs.to_bytes(&rib);

@@ -256,8 +256,9 @@ impl Session {
         }
         // One pass over the prefixes: the Adj-RIB-In index (prefix limits, counts) and, with
         // a pipeline, the per-shard batches.
-        let local = self.status.borrow().local.map(|a| a.ip());
-        let name = self.name();
+        // Canonical: an IPv4 session on a dual-stack listener has a mapped address.
+        let local = self.status.borrow().local.map(|a| a.ip().to_canonical());
+        let settings = &self.s;
         let warned = &mut self.next_hop_warned;
         let adj = &mut self.adj_rib_in;
         let refreshing = &mut self.refreshing;
@@ -293,7 +294,7 @@ impl Session {
                 // the routes ignored (as withdrawn), with no NOTIFICATION.
                 let unusable = unusable_next_hop(next_hop_of(&parsed.attrs, in_mp), local);
                 if let (Some(why), false) = (unusable, *warned) {
-                    warn!(neighbor = %name, "routes ignored (RFC 4271 section 6.3): next hop is {why}; logged once a session");
+                    warn!(neighbor = %settings.name(), "routes ignored (RFC 4271 section 6.3): next hop is {why}; logged once a session");
                     *warned = true;
                 }
                 let leak = leak || unusable.is_some();
