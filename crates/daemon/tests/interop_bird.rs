@@ -43,10 +43,11 @@ fn routes_and_attributes_from_bird_then_withdrawals_and_shutdown() {
         return;
     }
     let dir = tempdir("bird-routes");
-    let bird = Bird::start(&dir, &bird_config(27901, 27902, "", true));
+    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
+    let bird = Bird::start(&dir, &bird_config(port_r, port_p, "", true));
     let (mut rs, dump) = ribshard(
         &dir,
-        &ribshard_config(27901, "127.0.0.41", 65041, 27902, "", false),
+        &ribshard_config(port_r, "127.0.0.41", 65041, port_p, "", false),
     );
     assert!(
         wait(20, || bird.established("ribsh")),
@@ -121,20 +122,21 @@ fn bird_connects_to_ribshard_with_md5() {
         return;
     }
     let dir = tempdir("bird-md5");
+    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
     let (_rs, _dump) = ribshard(
         &dir,
         &ribshard_config(
-            27911,
+            port_r,
             "127.0.0.41",
             65041,
-            27912,
+            port_p,
             "authentication-key = \"s3cret\"",
             true,
         ),
     );
     let bird = Bird::start(
         &dir,
-        &bird_config(27911, 27912, "password \"s3cret\";", false),
+        &bird_config(port_r, port_p, "password \"s3cret\";", false),
     );
     assert!(
         wait(20, || bird.established("ribsh")),
@@ -149,20 +151,21 @@ fn md5_mismatch_gives_no_session_with_bird() {
         return;
     }
     let dir = tempdir("bird-md5-bad");
+    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
     let (_rs, _dump) = ribshard(
         &dir,
         &ribshard_config(
-            27921,
+            port_r,
             "127.0.0.41",
             65041,
-            27922,
+            port_p,
             "authentication-key = \"s3cret\"",
             true,
         ),
     );
     let bird = Bird::start(
         &dir,
-        &bird_config(27921, 27922, "password \"wrong\";", false),
+        &bird_config(port_r, port_p, "password \"wrong\";", false),
     );
     assert!(
         !wait(8, || bird.established("ribsh")),
@@ -176,12 +179,13 @@ fn prefix_limit_tears_bird_down() {
         return;
     }
     let dir = tempdir("bird-limit");
+    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
     let extra = "[bgp.group.neighbor.prefix-limit.inet-unicast]\nmaximum = 1\n";
     let (_rs, _dump) = ribshard(
         &dir,
-        &ribshard_config(27931, "127.0.0.41", 65041, 27932, extra, false),
+        &ribshard_config(port_r, "127.0.0.41", 65041, port_p, extra, false),
     );
-    let bird = Bird::start(&dir, &bird_config(27931, 27932, "", true));
+    let bird = Bird::start(&dir, &bird_config(port_r, port_p, "", true));
     assert!(
         wait(20, || bird
             .cmd("show protocols all ribsh")

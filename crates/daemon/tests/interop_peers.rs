@@ -89,12 +89,22 @@ fn gobgp_routes(passive_ribshard: bool, port_r: u16, port_g: u16, name: &str) {
 
 #[test]
 fn gobgp_connects_and_sends_routes() {
-    gobgp_routes(true, 27941, 27942, "gobgp-passive");
+    gobgp_routes(
+        true,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "gobgp-passive",
+    );
 }
 
 #[test]
 fn ribshard_connects_to_gobgp_and_receives_routes() {
-    gobgp_routes(false, 27943, 27944, "gobgp-active");
+    gobgp_routes(
+        false,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "gobgp-active",
+    );
 }
 
 // ---- FRR bgpd (without zebra), with TCP MD5 ----
@@ -177,12 +187,22 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
 
 #[test]
 fn frr_connects_and_sends_routes() {
-    frr_routes(true, 27951, 27952, "frr-passive");
+    frr_routes(
+        true,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "frr-passive",
+    );
 }
 
 #[test]
 fn ribshard_connects_to_frr_and_receives_routes() {
-    frr_routes(false, 27953, 27954, "frr-active");
+    frr_routes(
+        false,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "frr-active",
+    );
 }
 
 // ---- ExaBGP ----
@@ -247,12 +267,22 @@ fn exabgp_routes(passive_ribshard: bool, port_r: u16, port_e: u16, name: &str) {
 
 #[test]
 fn exabgp_connects_and_sends_routes() {
-    exabgp_routes(true, 27961, 27962, "exabgp-passive");
+    exabgp_routes(
+        true,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "exabgp-passive",
+    );
 }
 
 #[test]
 fn ribshard_connects_to_exabgp_and_receives_routes() {
-    exabgp_routes(false, 27963, 27964, "exabgp-active");
+    exabgp_routes(
+        false,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "exabgp-active",
+    );
 }
 
 // ---- OpenBGPD (needs root for its chroot, made in a private mount namespace) ----
@@ -306,10 +336,20 @@ fn openbgpd_routes(passive_ribshard: bool, port_r: u16, port_o: u16, name: &str)
 
 #[test]
 fn openbgpd_connects_and_sends_routes() {
-    openbgpd_routes(true, 27971, 27972, "openbgpd-passive");
+    openbgpd_routes(
+        true,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "openbgpd-passive",
+    );
 }
 
 #[test]
 fn ribshard_connects_to_openbgpd_and_receives_routes() {
-    openbgpd_routes(false, 27973, 27974, "openbgpd-active");
+    openbgpd_routes(
+        false,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "openbgpd-active",
+    );
 }

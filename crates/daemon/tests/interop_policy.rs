@@ -357,7 +357,12 @@ fn route_server_control_communities_between_birds() {
     if !have_bird() {
         return;
     }
-    let (port_r, pa, pb, pc) = (28141, 28142, 28143, 28144);
+    let (port_r, pa, pb, pc) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let dir = tempdir("rs-control");
     let group = |name: &str, asn: u32, addr: &str, port: u16, export: &str| {
         format!(

@@ -182,7 +182,11 @@ fn route_reflector_between_bird_and_frr_clients() {
         return;
     }
     let dir = tempdir("rr");
-    let (port_r, port_b, port_f) = (27981, 27982, 27983);
+    let (port_r, port_b, port_f) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -275,7 +279,11 @@ fn ebgp_transit_between_gobgp_and_bird() {
         return;
     }
     let dir = tempdir("transit");
-    let (port_r, port_b, port_g) = (27984, 27985, 27986);
+    let (port_r, port_b, port_g) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -375,7 +383,12 @@ fn transparent_route_server_between_three_peers() {
         return;
     }
     let dir = tempdir("rs");
-    let (port_r, port_a, port_b, port_g) = (27987, 27988, 27989, 27990);
+    let (port_r, port_a, port_b, port_g) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -448,7 +461,11 @@ fn ebgp_transit_between_gobgp_and_openbgpd() {
         return;
     }
     let dir = tempdir("transit-openbgpd");
-    let (port_r, port_o, port_g) = (27991, 27992, 27993);
+    let (port_r, port_o, port_g) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -624,7 +641,11 @@ fn ebgp_transit_between_two_exabgps() {
         return;
     }
     let dir = tempdir("transit-exabgp");
-    let (port_r, port_a, port_b) = (28001, 28002, 28003);
+    let (port_r, port_a, port_b) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -734,7 +755,11 @@ fn bgp_roles_between_bird_provider_and_customer() {
         return;
     }
     let dir = tempdir("roles");
-    let (port_r, port_p, port_c) = (28011, 28012, 28013);
+    let (port_r, port_p, port_c) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let (_rs, _) = ribshard(
         &dir,
         &ribshard_routing(
@@ -806,7 +831,12 @@ fn sighup_reshards_and_changes_neighbors_with_sessions_up() {
         return;
     }
     let dir = tempdir("reload");
-    let (port_r, port_a, port_b, port_c) = (27995, 27996, 27997, 27998);
+    let (port_r, port_a, port_b, port_c) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let client_c = || {
         ribshard_group(
             "ixp-c",
@@ -950,7 +980,11 @@ fn local_as_towards_bird() {
         return;
     }
     let dir = tempdir("local-as");
-    let (port_r, port_a, port_b) = (28021, 28022, 28023);
+    let (port_r, port_a, port_b) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
     let mut birds = Vec::new();
     for (addr, asn, as_seen, port, route) in [
         ("127.0.0.41", 65041, 65100, port_a, "203.0.113.0/24"),

@@ -198,8 +198,14 @@ fn show_and_clear_commands_with_bird_peers() {
         return;
     }
     let dir = tempdir("mgmt-show");
-    let (port_r, port_a, port_b) = (28101, 28102, 28103);
-    let (api_tcp, metrics) = ("127.0.0.1:28104", "127.0.0.1:28105");
+    let (port_r, port_a, port_b) = (
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+    );
+    let api_tcp = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let metrics = format!("127.0.0.1:{}", free_port("127.0.0.1"));
+    let (api_tcp, metrics) = (api_tcp.as_str(), metrics.as_str());
     let sock = socket(&dir);
     // A (upstream) sends four routes; B (downstream) sends two, one of them also from A
     // with a shorter path, and gets what A sent.
@@ -875,7 +881,7 @@ fn a_prefix_limit_hold_down_comes_back_when_cleared() {
         return;
     }
     let dir = tempdir("mgmt-limit");
-    let (port_r, port_a) = (28111, 28112);
+    let (port_r, port_a) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
     let sock = socket(&dir);
     let a = start_bird(
         &dir,
@@ -1046,7 +1052,7 @@ fn show_bgp_summary_says_while_advertising_waits() {
         return;
     }
     let dir = tempdir("mgmt-update-delay");
-    let (port_r, port_a) = (28121, 28122);
+    let (port_r, port_a) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
     let sock = socket(&dir);
     let _a = start_bird(
         &dir,

@@ -252,7 +252,9 @@ async fn same_tables_downstream_for_every_thread_setting() {
 async fn messages_read_together_are_taken_in_up_to_one_that_ends_the_session() {
     const UP: ([u8; 4], u32) = ([127, 0, 0, 54], 65054);
     const DOWN: ([u8; 4], u32) = ([127, 0, 0, 63], 65063);
-    let listen = SocketAddr::from(([127, 0, 0, 50], 27806));
+    let listen = std::net::TcpListener::bind("127.0.0.50:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
     let peers = vec![peer(UP.0, UP.1, false), peer(DOWN.0, DOWN.1, true)];
     let (pipeline, sessions) = harness::start(2, 2, Default::default(), peers, listen).await;
     let mut down = RawPeer::connect(IpAddr::from(DOWN.0), listen).await;

@@ -13,7 +13,7 @@ use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::open::{role, Capability};
 use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 const LOCAL_AS: u32 = 65090;
@@ -78,7 +78,9 @@ fn route(asn: u32, i: u8, otc: Option<u32>) -> Vec<u8> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaks_are_ineligible_and_otc_is_set() {
-    let listen = SocketAddr::from(([127, 0, 0, 90], 28131));
+    let listen = std::net::TcpListener::bind("127.0.0.90:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port");
     let peers = vec![
         settings(PROVIDER, false),
         settings(CUSTOMER, false),

@@ -15,16 +15,18 @@ use ribshard_wire::{
     UpdateBuilder,
 };
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
-use std::sync::atomic::{AtomicU16, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 use tokio::io::AsyncWriteExt;
 use tokio::sync::mpsc;
 
-/// Distinct ports per test, so tests can run in parallel.
-static PORT: AtomicU16 = AtomicU16::new(21790);
+/// A port the OS has free on the loopback now: tests run in parallel, beside other test
+/// binaries, never on a number picked by hand.
 fn port() -> u16 {
-    PORT.fetch_add(1, Ordering::Relaxed)
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
 }
 
 fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
