@@ -943,7 +943,7 @@ fn show_route_of_the_real_full_tables_streams_in_bounded_memory() {
     };
     let dir = tempdir("mgmt-stream");
     let sock = socket(&dir);
-    let port = 28121;
+    let port = free_port("127.0.0.1");
     let config = format!(
         "[bgp]\nlocal-as = 4200000001\nrouter-id = \"127.0.0.1\"\nlisten = [\"127.0.0.1:{port}\"]\nhold-time = 240\n\
          [bgp.rib-sharding]\nnumber-of-shards = 2\n[bgp.update-threading]\nnumber-of-threads = 2\n\
