@@ -7,7 +7,7 @@
 mod common;
 
 use common::harness;
-use common::peers::{ebgp_peer, params};
+use common::peers::{announce_v4, ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
@@ -15,7 +15,7 @@ use ribshard_wire::attributes::{AsPath, AsSegment, AttrValue, PathAttributes};
 use ribshard_wire::notification::code;
 use ribshard_wire::open::{role, Capability};
 use ribshard_wire::update::{segment, Aggregator};
-use ribshard_wire::{decode, Family, Message, Nlri, Open, Origin, Prefix, UpdateBuilder};
+use ribshard_wire::{decode, Family, Message, Open, Origin, Prefix};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::Duration;
@@ -75,18 +75,18 @@ fn set(v: &mut Vec<AttrValue>, a: AttrValue) {
 }
 
 fn announce(attrs: Vec<AttrValue>, i: u8) -> Vec<u8> {
-    let b = UpdateBuilder::new(params());
-    let enc = b.encode_attributes(&PathAttributes::canonical(attrs));
-    let mut out = Vec::new();
-    b.announce(
-        &enc,
-        Family::Ipv4Unicast,
-        &[],
-        &[Nlri::new(prefix(i))],
-        &mut out,
-    )
-    .unwrap();
-    out
+    announce_v4(attrs, prefix(i))
+}
+
+/// Sessions alone (no pipeline) with the upstream configured, and a scripted upstream
+/// connected to them, nothing sent yet.
+async fn upstream_alone() -> (Sessions, RawPeer) {
+    let listen = listen();
+    let sessions = Sessions::start_with(vec![peer(UP, false)], &[listen], None, None)
+        .await
+        .unwrap();
+    let up = RawPeer::connect(IpAddr::from(UP.0), listen).await;
+    (sessions, up)
 }
 
 /// What a receiving peer holds once nothing more comes for 1.5 s: prefix -> attributes.
@@ -211,11 +211,8 @@ async fn routes_a_peer_may_not_send_are_ignored_and_well_known_communities_honou
 /// with RFC 4271's NOTIFICATION for an invalid ORIGIN, the attribute as data.
 #[tokio::test]
 async fn a_malformed_update_without_nlri_resets_the_session() {
-    let listen = listen();
-    let sessions = Sessions::start_with(vec![peer(UP, false)], &[listen], None, None)
-        .await
-        .unwrap();
-    let mut up = connect(listen, UP.0, UP.1).await;
+    let (sessions, mut up) = upstream_alone().await;
+    up.establish(UP.1, 90).await;
     let attrs: &[u8] = &[
         0x40, 1, 1, 7, // ORIGIN 7: not a value
         0x40, 2, 6, 2, 1, 0, 0, 0xfe, 0x2f, // AS_PATH 65071
@@ -243,11 +240,7 @@ async fn a_malformed_update_without_nlri_resets_the_session() {
 /// message's type (data: 2).
 #[tokio::test]
 async fn an_unexpected_message_gets_an_fsm_error_with_its_type() {
-    let listen = listen();
-    let sessions = Sessions::start_with(vec![peer(UP, false)], &[listen], None, None)
-        .await
-        .unwrap();
-    let mut up = RawPeer::connect(IpAddr::from(UP.0), listen).await;
+    let (sessions, mut up) = upstream_alone().await;
     let open = Open::new(
         UP.1,
         90,
@@ -274,11 +267,7 @@ async fn an_unexpected_message_gets_an_fsm_error_with_its_type() {
 /// Mismatch, whether or not we have a role configured.
 #[tokio::test]
 async fn conflicting_roles_in_one_open_are_a_role_mismatch() {
-    let listen = listen();
-    let sessions = Sessions::start_with(vec![peer(UP, false)], &[listen], None, None)
-        .await
-        .unwrap();
-    let mut up = RawPeer::connect(IpAddr::from(UP.0), listen).await;
+    let (sessions, mut up) = upstream_alone().await;
     let open = Open::new(
         UP.1,
         90,

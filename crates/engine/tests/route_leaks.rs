@@ -6,12 +6,12 @@
 mod common;
 
 use common::harness;
-use common::peers::{ebgp_peer, params};
+use common::peers::{announce_v4, ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_engine::PeerSettings;
-use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
+use ribshard_wire::attributes::{AsPath, AttrValue};
 use ribshard_wire::open::{role, Capability};
-use ribshard_wire::{decode, Family, Message, Nlri, Origin, Prefix, UpdateBuilder};
+use ribshard_wire::{decode, Family, Message, Origin, Prefix};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
@@ -56,24 +56,13 @@ fn prefix(i: u8) -> Prefix {
 
 /// One route from `asn`, with this OTC.
 fn route(asn: u32, i: u8, otc: Option<u32>) -> Vec<u8> {
-    let b = UpdateBuilder::new(params());
     let mut v = vec![
         AttrValue::Origin(Origin::Igp),
         AttrValue::AsPath(AsPath::sequence([asn])),
         AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 9)),
     ];
     v.extend(otc.map(AttrValue::Otc));
-    let enc = b.encode_attributes(&PathAttributes::canonical(v));
-    let mut out = Vec::new();
-    b.announce(
-        &enc,
-        Family::Ipv4Unicast,
-        &[],
-        &[Nlri::new(prefix(i))],
-        &mut out,
-    )
-    .unwrap();
-    out
+    announce_v4(v, prefix(i))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -774,16 +774,17 @@ fn parse_known<'a>(
             let path =
                 AsPathView::parse(v, params.four_octet_as).ok_or(AttrErrorKind::MalformedAsPath)?;
             if params.live {
-                // RFC 7607 section 2: malformed, so treat-as-withdraw (RFC 7606 section 7.2).
-                if path.segments().any(|s| s.asns().any(|asn| asn == 0)) {
-                    return Err(AttrErrorKind::AsZero);
-                }
-                // RFC 5065 section 5 and RFC 7606 section 7.2: treat-as-withdraw.
-                let confed = |s: &Segment<'_>| {
-                    s.kind == segment::AS_CONFED_SEQUENCE || s.kind == segment::AS_CONFED_SET
-                };
-                if params.external && path.segments().any(|s| confed(&s)) {
-                    return Err(AttrErrorKind::ConfedFromOutside);
+                // One pass: RFC 7607 section 2 (AS 0) and RFC 5065 section 5 (confederation
+                // segments from an external peer), both treat-as-withdraw (RFC 7606 7.2).
+                for seg in path.segments() {
+                    if seg.asns().any(|asn| asn == 0) {
+                        return Err(AttrErrorKind::AsZero);
+                    }
+                    let confed = seg.kind == segment::AS_CONFED_SEQUENCE
+                        || seg.kind == segment::AS_CONFED_SET;
+                    if confed && params.external {
+                        return Err(AttrErrorKind::ConfedFromOutside);
+                    }
                 }
             }
             a.as_path = Some(path);

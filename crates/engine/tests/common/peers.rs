@@ -4,7 +4,8 @@
 
 use ribshard_engine::negotiate::Routing;
 use ribshard_engine::PeerSettings;
-use ribshard_wire::{Family, SessionParams};
+use ribshard_wire::attributes::{AttrValue, PathAttributes};
+use ribshard_wire::{Family, Nlri, Prefix, SessionParams, UpdateBuilder};
 use std::net::{IpAddr, Ipv4Addr};
 
 /// 4-octet AS, no extended messages, no Add-Path: what the scripted peers negotiate.
@@ -53,4 +54,20 @@ pub fn ebgp_peer(
             ..Routing::default()
         },
     }
+}
+
+/// An UPDATE announcing one IPv4 prefix with these attributes, as the scripted peers send.
+pub fn announce_v4(attrs: Vec<AttrValue>, prefix: Prefix) -> Vec<u8> {
+    let b = UpdateBuilder::new(params());
+    let enc = b.encode_attributes(&PathAttributes::canonical(attrs));
+    let mut out = Vec::new();
+    b.announce(
+        &enc,
+        Family::Ipv4Unicast,
+        &[],
+        &[Nlri::new(prefix)],
+        &mut out,
+    )
+    .unwrap();
+    out
 }
