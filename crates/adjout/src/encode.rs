@@ -144,18 +144,24 @@ impl UpdateGroup {
                 .builder
                 .announce(&e.attrs, e.family, &e.mp_next_hop, nlri, &mut self.buf)
             {
-                Ok(n) => messages += n,
+                Ok(n) => {
+                    messages += n;
+                    self.stats.prefixes_advertised += nlri.len() as u64;
+                }
                 Err(err) => {
-                    // Only an attribute set too large for any UPDATE gets here; the
-                    // prefixes are not advertised (RFC 4271 gives no other choice).
-                    tracing::warn!(group = %self.spec.name, prefixes = nlri.len(), "not advertised: {err}");
+                    // Only an attribute set too large for any UPDATE to these members gets
+                    // here (a path received with extended messages, RFC 8654): the prefixes
+                    // cannot be advertised, and an older, smaller path the members may hold
+                    // is withdrawn rather than left standing (RFC 8654 section 4).
+                    tracing::warn!(group = %self.spec.name, prefixes = nlri.len(), "withdrawn, not advertised: {err}");
+                    messages += self.builder.withdraw(e.family, nlri, &mut self.buf);
+                    self.stats.prefixes_withdrawn += nlri.len() as u64;
                 }
             }
             if let Some(s) = spans.last_mut().filter(|_| *by != SHARED) {
                 s.bytes.end = self.buf.len();
                 s.messages.end = messages as u32;
             }
-            self.stats.prefixes_advertised += nlri.len() as u64;
         }
         self.stats.updates_built += messages as u64;
         self.stats.bytes_built += self.buf.len() as u64;

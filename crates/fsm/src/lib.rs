@@ -87,6 +87,9 @@ pub enum Event {
     UpdateMsg,
     /// 28: an UPDATE that needs a session reset; carries the NOTIFICATION.
     UpdateMsgErr(Notification),
+    /// A ROUTE-REFRESH (RFC 2918; not an RFC 4271 event): handled in Established, an FSM
+    /// error before it (RFC 6608).
+    RouteRefreshMsg,
     /// RFC 9687: the peer has not read from us for the send hold time.
     SendHoldTimerExpires,
 }
@@ -396,6 +399,7 @@ impl Fsm {
             Event::BgpOpen { .. } => Some(MessageType::Open),
             Event::UpdateMsg => Some(MessageType::Update),
             Event::KeepAliveMsg => Some(MessageType::Keepalive),
+            Event::RouteRefreshMsg => Some(MessageType::RouteRefresh),
             _ => None,
         };
         let Some(t) = message_type else {
@@ -517,6 +521,8 @@ impl Fsm {
                 }
                 State::Established
             }
+            // RFC 4271 restarts the hold timer on KEEPALIVE and UPDATE only.
+            Event::RouteRefreshMsg => State::Established,
             other => self.notify_and_fail(self.fsm_error(&other), a),
         }
     }

@@ -263,6 +263,20 @@ fn notifications_sent_on_the_way_down() {
             vec![2]
         )))
     );
+    // A ROUTE-REFRESH is one too before Established, and nothing to the FSM after.
+    let mut f = fsm_in(State::OpenConfirm, Config::default());
+    let a = f.handle(Event::RouteRefreshMsg);
+    assert_eq!(
+        a.first(),
+        Some(&Action::SendNotification(Notification::new(
+            code::FSM,
+            fsm_error::UNEXPECTED_IN_OPENCONFIRM,
+            vec![5]
+        )))
+    );
+    let mut f = fsm_in(State::Established, Config::default());
+    assert!(f.handle(Event::RouteRefreshMsg).is_empty());
+    assert_eq!(f.state(), State::Established);
 }
 
 #[test]

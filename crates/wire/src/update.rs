@@ -702,9 +702,16 @@ fn parse_attributes<'a>(
             }
             None => continue, // unknown optional: carried as is
             Some(expected) => {
-                // RFC 7606 section 3 c: Optional and Transitive bits must match.
+                // RFC 7606 section 3 c: Optional and Transitive bits must match; treat-as-
+                // withdraw unless the attribute's own rule says otherwise (attribute
+                // discard for ATOMIC_AGGREGATE and AGGREGATOR, sections 7.6 and 7.7).
                 if flags & (flags::OPTIONAL | flags::TRANSITIVE) != expected {
-                    taw(out, type_code, AttrErrorKind::Flags);
+                    let kind = AttrErrorKind::Flags;
+                    if attr::error_action(type_code, kind) == attr::ErrorAction::Discard {
+                        discard(out, type_code, kind);
+                        continue;
+                    }
+                    taw(out, type_code, kind);
                     // Still parse MP attributes so their NLRI can be withdrawn.
                     if type_code != attr::MP_REACH_NLRI && type_code != attr::MP_UNREACH_NLRI {
                         continue;
@@ -715,10 +722,7 @@ fn parse_attributes<'a>(
         if let Err(kind) = parse_known(raw, params, &mut out.attrs) {
             match attr::error_action(type_code, kind) {
                 attr::ErrorAction::TreatAsWithdraw => taw(out, type_code, kind),
-                attr::ErrorAction::Discard => {
-                    out.attrs.dropped |= 1u64.checked_shl(u32::from(type_code)).unwrap_or(0);
-                    out.discarded.push(AttrError { type_code, kind });
-                }
+                attr::ErrorAction::Discard => discard(out, type_code, kind),
                 attr::ErrorAction::SessionReset => {
                     return Err(UpdateError::MalformedMpAttribute {
                         type_code,
@@ -730,6 +734,12 @@ fn parse_attributes<'a>(
         }
     }
     Ok(())
+}
+
+/// RFC 7606 section 2, attribute discard: the attribute is left out of the route.
+fn discard(out: &mut ParsedUpdate<'_>, type_code: u8, kind: AttrErrorKind) {
+    out.attrs.dropped |= 1u64.checked_shl(u32::from(type_code)).unwrap_or(0);
+    out.discarded.push(AttrError { type_code, kind });
 }
 
 fn taw(out: &mut ParsedUpdate<'_>, type_code: u8, kind: AttrErrorKind) {

@@ -515,6 +515,23 @@ fn attribute_flags_conflict_rfc7606_3c() {
 }
 
 #[test]
+fn attribute_flags_conflict_where_discard_is_the_rule_rfc7606_7_6_7_7() {
+    // ATOMIC_AGGREGATE marked optional, AGGREGATOR marked well-known: attribute discard.
+    discard(
+        &announce(a(0xc0, 6, &[])),
+        &IBGP,
+        attr::ATOMIC_AGGREGATE,
+        K::Flags,
+    );
+    discard(
+        &announce(a(0x40, 7, &[0, 0, 0xfd, 0xe8, 192, 0, 2, 1])),
+        &IBGP,
+        attr::AGGREGATOR,
+        K::Flags,
+    );
+}
+
+#[test]
 fn missing_well_known_attributes_rfc7606_3d() {
     taw(
         &update(&[], &[as_path(), next_hop()], NLRI),

@@ -106,6 +106,8 @@ impl Session {
                 }
             }
             Ok(Message::RouteRefresh(rr)) => {
+                // Before Established it is an unexpected message (RFC 6608).
+                self.event(Event::RouteRefreshMsg);
                 if self.fsm.state() == State::Established {
                     self.route_refresh(rr);
                 }
