@@ -163,6 +163,85 @@ fn bench_decode(c: &mut Criterion) {
     g.finish();
 }
 
+/// A 1,500-octet UPDATE as a session receives it (AS_PATH of 20 ASes, 30 communities, an
+/// AGGREGATOR, 250 IPv4 prefixes), and the same message made malformed in one place, each
+/// the same size: the RFC 7606 paths (treat-as-withdraw, attribute discard, session reset)
+/// must cost no more than the valid message.
+fn malformed_variants() -> Vec<(&'static str, Vec<u8>)> {
+    fn attr(flags: u8, code: u8, value: &[u8]) -> Vec<u8> {
+        let mut v = vec![flags, code, value.len() as u8];
+        v.extend_from_slice(value);
+        v
+    }
+    let path: Vec<u8> = [2u8, 20]
+        .into_iter()
+        .chain((0..20u32).flat_map(|i| (64_600 + i).to_be_bytes()))
+        .collect();
+    let communities: Vec<u8> = (0..30u32)
+        .flat_map(|i| (0xfde8_0000 + i).to_be_bytes())
+        .collect();
+    let build = |origin: u8, path: &[u8], aggregator_as: u32, last_len: u8| {
+        let mut attrs = attr(0x40, 1, &[origin]);
+        attrs.extend(attr(0x40, 2, path));
+        attrs.extend(attr(0x40, 3, &[198, 51, 100, 1]));
+        attrs.extend(attr(0xc0, 8, &communities));
+        let mut agg = aggregator_as.to_be_bytes().to_vec();
+        agg.extend_from_slice(&[192, 0, 2, 1]);
+        attrs.extend(attr(0xc0, 7, &agg));
+        let mut nlri: Vec<u8> = (0..249u32)
+            .flat_map(|i| [24, 10, (i >> 8) as u8, i as u8])
+            .collect();
+        nlri.extend_from_slice(&[last_len, 10, 1, 0]);
+        let mut m = vec![0xff; 16];
+        m.extend_from_slice(&((23 + attrs.len() + nlri.len()) as u16).to_be_bytes());
+        m.extend_from_slice(&[2, 0, 0]);
+        m.extend_from_slice(&(attrs.len() as u16).to_be_bytes());
+        m.extend_from_slice(&attrs);
+        m.extend_from_slice(&nlri);
+        m
+    };
+    let mut as_zero = path.clone();
+    let end = as_zero.len();
+    as_zero[end - 4..].fill(0);
+    vec![
+        ("valid", build(0, &path, 64_600, 24)),
+        ("treat-as-withdraw: ORIGIN 7", build(7, &path, 64_600, 24)),
+        (
+            "treat-as-withdraw: AS 0 last in AS_PATH",
+            build(0, &as_zero, 64_600, 24),
+        ),
+        ("attribute discard: AGGREGATOR AS 0", build(0, &path, 0, 24)),
+        (
+            "session reset: the last prefix of length 33",
+            build(0, &path, 64_600, 33),
+        ),
+    ]
+}
+
+fn bench_malformed(c: &mut Criterion) {
+    let mut g = c.benchmark_group("malformed");
+    let params = SessionParams {
+        four_octet_as: true,
+        external: true,
+        live: true,
+        ..SessionParams::default()
+    };
+    for (name, msg) in malformed_variants() {
+        g.throughput(Throughput::Bytes(msg.len() as u64));
+        g.bench_function(name, |b| {
+            b.iter(|| match decode(black_box(&msg), &params) {
+                Ok(Message::Update(u)) => {
+                    black_box(&u.attrs);
+                    u.announced().count() + u.withdrawn_all().count()
+                }
+                Ok(_) => 0,
+                Err(e) => e.notification().data.len(),
+            })
+        });
+    }
+    g.finish();
+}
+
 fn bench_pack(c: &mut Criterion) {
     let mut g = c.benchmark_group("pack");
     g.sample_size(10);
@@ -210,5 +289,5 @@ fn bench_pack(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench_decode, bench_pack);
+criterion_group!(benches, bench_decode, bench_malformed, bench_pack);
 criterion_main!(benches);

@@ -6,6 +6,7 @@ mod fib;
 mod mrt;
 pub(crate) mod route_filter;
 mod routes;
+pub use routes::check_request as check_route_request;
 mod text;
 mod watch;
 

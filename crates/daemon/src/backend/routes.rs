@@ -251,6 +251,14 @@ pub(super) async fn routes(
     Ok(rx)
 }
 
+/// Checks a route request as [`routes`] does before any walk starts (its selection and its
+/// filters), with no daemon: what the fuzz target of the API's request parser drives.
+pub fn check_request(q: &RouteRequest) -> Result<(), ApiError> {
+    selection(q)?;
+    super::route_filter::PathMatch::of(q, Vec::new())?;
+    Ok(())
+}
+
 /// What a request selects, and in which tables.
 fn selection(q: &RouteRequest) -> Result<(Selection, Vec<Family>), ApiError> {
     let table = match q.table.as_deref() {
