@@ -266,7 +266,15 @@ impl Dut {
                 write(&conf, &gobgp_config(topo))?;
                 let mut c = Command::new(&program);
                 c.arg("-f").arg(&conf).arg("-p");
-                c.args(["--api-hosts", "127.0.0.1:50099", "--pprof-disable"]);
+                // Its gRPC API is never used here, but it always listens: on a port the OS
+                // had free, so that two runs side by side do not collide.
+                let api = std::net::TcpListener::bind("127.0.0.1:0")
+                    .and_then(|l| l.local_addr())
+                    .map_err(|source| DutError::Start {
+                        program: program.display().to_string(),
+                        source,
+                    })?;
+                c.args(["--api-hosts", &api.to_string(), "--pprof-disable"]);
                 c.args(["-l", "warn"]);
                 c
             }
