@@ -538,10 +538,25 @@ impl Session {
                 // with its OPEN: decide now if we have it, else when the new connection
                 // brings one.
                 let conn = Conn::new(stream, false, self.counters.clone());
+                let existing_incoming = self.conn.as_ref().is_some_and(|c| !c.outgoing);
                 match self.negotiated.as_ref().map(|n| n.peer_id) {
                     Some(peer_id) => self.resolve_collision(conn, peer_id, None),
-                    None if self.secondary.is_none() => self.secondary = Some(conn),
-                    None => reject_conn(conn, cease::CONNECTION_COLLISION_RESOLUTION),
+                    // The neighbor connected again before its OPEN came on its older
+                    // connection: it gave that one up, or that one never was its speaker
+                    // (a connection that stalls before its OPEN). Two connections from one
+                    // side are no collision (RFC 4271 section 6.8 is between the two
+                    // directions): the newer one takes over.
+                    None if existing_incoming => {
+                        debug!(neighbor = %self.name(), "a newer connection replaces one that sent no OPEN");
+                        self.take_over(conn, None);
+                    }
+                    // Waits for its OPEN to resolve the collision with ours; a newer one
+                    // replaces an older that is still waiting, for the same reason.
+                    None => {
+                        if let Some(stale) = self.secondary.replace(conn) {
+                            stale.close();
+                        }
+                    }
                 }
             }
             State::Established => {
@@ -584,6 +599,15 @@ impl Session {
         info!(neighbor = %self.name(), "connection collision: continuing on the neighbor's connection");
         if let Some(old) = self.conn.take() {
             reject_conn(old, cease::CONNECTION_COLLISION_RESOLUTION);
+        }
+        self.take_over(new, open);
+    }
+
+    /// Starts the session over on `new`, an incoming connection, closing the one it had;
+    /// `open` is the neighbor's OPEN on it if it was already read.
+    fn take_over(&mut self, new: Conn, open: Option<Bytes>) {
+        if let Some(old) = self.conn.take() {
+            old.close();
         }
         if let Some(h) = self.connecting.take() {
             h.abort();
