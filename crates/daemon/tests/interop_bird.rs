@@ -173,6 +173,49 @@ fn md5_mismatch_gives_no_session_with_bird() {
     );
 }
 
+/// GTSM (RFC 5082) with BIRD: both ends `ttl security`, the session comes up; BIRD
+/// without it sends TTL 64 (multihop), which ribshard's minimum TTL of 255 drops.
+#[test]
+fn gtsm_with_bird() {
+    if !have_bird() {
+        return;
+    }
+    for (bird_side, up) in [("ttl security on;", true), ("", false)] {
+        let dir = tempdir(if up { "bird-gtsm" } else { "bird-gtsm-off" });
+        let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
+        let (_rs, _dump) = ribshard(
+            &dir,
+            &ribshard_config(
+                port_r,
+                "127.0.0.41",
+                65041,
+                port_p,
+                "ttl-security = 1",
+                true,
+            ),
+        );
+        let bird = Bird::start(&dir, &bird_config(port_r, port_p, bird_side, false));
+        if up {
+            assert!(
+                wait(20, || bird.established("ribsh")),
+                "{}",
+                bird.cmd("show protocols all ribsh")
+            );
+        } else {
+            assert!(
+                !wait(8, || bird.established("ribsh")),
+                "a session came up without GTSM at BIRD"
+            );
+            // Judged by its SYN, before its OPEN could be read.
+            assert!(
+                log_of(&dir).contains("GTSM: its SYN arrived with TTL 64"),
+                "{}",
+                log_of(&dir)
+            );
+        }
+    }
+}
+
 #[test]
 fn prefix_limit_tears_bird_down() {
     if !have_bird() {

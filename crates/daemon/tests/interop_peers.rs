@@ -107,9 +107,27 @@ fn ribshard_connects_to_gobgp_and_receives_routes() {
     );
 }
 
-// ---- FRR bgpd (without zebra), with TCP MD5 ----
+// ---- FRR bgpd (without zebra), with TCP MD5 or GTSM ----
 
-fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
+/// TCP MD5 (RFC 2385) on both sides: ribshard's neighbor key and FRR's neighbor line.
+const MD5: (&str, &str) = (
+    "authentication-key = \"frr-key\"",
+    " neighbor 127.0.0.40 password frr-key\n",
+);
+
+/// GTSM (RFC 5082) on both sides, one hop: both send TTL 255 and accept only 255.
+const GTSM: (&str, &str) = (
+    "ttl-security = 1",
+    " neighbor 127.0.0.40 ttl-security hops 1\n",
+);
+
+fn frr_routes(
+    passive_ribshard: bool,
+    port_r: u16,
+    port_f: u16,
+    name: &str,
+    security: (&str, &str),
+) {
     if !Path::new("/usr/lib/frr/bgpd").exists() {
         ribshard_mrt::skipped("FRR bgpd is not installed");
         return;
@@ -117,13 +135,12 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
     let dir = tempdir(name);
     let (_rs, dump) = ribshard(
         &dir,
-        // With TCP MD5 (RFC 2385) on both sides.
         &ribshard_config(
             port_r,
             "127.0.0.43",
             65043,
             port_f,
-            "authentication-key = \"frr-key\"",
+            security.0,
             passive_ribshard,
         ),
     );
@@ -135,9 +152,10 @@ fn frr_routes(passive_ribshard: bool, port_r: u16, port_f: u16, name: &str) {
              no bgp ebgp-requires-policy\n no bgp network import-check\n\
              neighbor 127.0.0.40 remote-as 65040\n neighbor 127.0.0.40 port {port_r}\n\
              neighbor 127.0.0.40 update-source 127.0.0.43\n neighbor 127.0.0.40 disable-connected-check\n\
-             neighbor 127.0.0.40 timers connect 2\n neighbor 127.0.0.40 password frr-key\n{}\
+             neighbor 127.0.0.40 timers connect 2\n{}{}\
              !\n address-family ipv4 unicast\n  network 203.0.113.0/24 route-map SET\n exit-address-family\n!\n\
              route-map SET permit 10\n set community 65043:100\n set large-community 65043:7:8\n set metric 50\n!\n",
+            security.1,
             if passive_ribshard { "" } else { " neighbor 127.0.0.40 passive\n" }
         ),
     )
@@ -192,6 +210,7 @@ fn frr_connects_and_sends_routes() {
         free_port("0.0.0.0"),
         free_port("0.0.0.0"),
         "frr-passive",
+        MD5,
     );
 }
 
@@ -202,6 +221,18 @@ fn ribshard_connects_to_frr_and_receives_routes() {
         free_port("0.0.0.0"),
         free_port("0.0.0.0"),
         "frr-active",
+        MD5,
+    );
+}
+
+#[test]
+fn frr_with_gtsm() {
+    frr_routes(
+        true,
+        free_port("0.0.0.0"),
+        free_port("0.0.0.0"),
+        "frr-gtsm",
+        GTSM,
     );
 }
 

@@ -168,18 +168,69 @@ pub fn listen(addr: SocketAddr) -> io::Result<TcpListener> {
         socket.set_only_v6(true)?;
     }
     socket.set_nonblocking(true)?;
+    // Keep each connection's SYN: its TTL is the one GTSM can judge before the first
+    // message is read ([`prepare_accepted`]).
+    set_int(&socket, libc::IPPROTO_TCP, libc::TCP_SAVE_SYN, 1)?;
     socket.bind(&addr.into())?;
     socket.listen(1024)?;
     TcpListener::from_std(socket.into())
 }
 
-/// The TTL options for an accepted connection, set before anything is read from it.
+/// Why an accepted connection is refused before anything is read from it.
+#[derive(Debug, thiserror::Error)]
+pub enum AcceptError {
+    /// GTSM (RFC 5082 section 3): the neighbor's SYN came with a TTL (hop limit) below
+    /// 256 - hops; the connection is dropped without a word.
+    #[error("GTSM: its SYN arrived with TTL {ttl}, below the {min} ttl-security allows")]
+    TtlTooLow { ttl: u8, min: u8 },
+    #[error("cannot set socket options: {0}")]
+    Io(#[from] io::Error),
+}
+
+/// The TTL options for an accepted connection, set before anything is read from it. With
+/// GTSM the minimum TTL set now filters what comes next, but a first message may already
+/// be queued: the SYN's TTL, saved by the listener, judges the connection from its start.
 pub fn prepare_accepted(
     stream: &TcpStream,
     ttl_security: Option<u8>,
     external_single_hop: bool,
-) -> io::Result<()> {
+) -> Result<(), AcceptError> {
     let v6 = stream.peer_addr()?.is_ipv6();
     set_ttl(stream, v6, ttl_security, external_single_hop)?;
-    stream.set_nodelay(true)
+    // Read for every connection: the kernel holds the saved SYN until it is.
+    let syn_ttl = saved_syn_ttl(stream);
+    if let (Some(hops), Some(ttl)) = (ttl_security, syn_ttl) {
+        let min = 255u8.saturating_sub(hops.saturating_sub(1));
+        if ttl < min {
+            return Err(AcceptError::TtlTooLow { ttl, min });
+        }
+    }
+    stream.set_nodelay(true)?;
+    Ok(())
+}
+
+/// The TTL (IPv4) or hop limit (IPv6) of the connection's SYN, from the headers the
+/// listener saved (TCP_SAVE_SYN); `None` if none were saved.
+fn saved_syn_ttl(stream: &TcpStream) -> Option<u8> {
+    let mut buf = [0u8; 512];
+    let mut len = buf.len() as libc::socklen_t;
+    // SAFETY: the kernel writes at most `len` octets into `buf` and sets `len`.
+    let rc = unsafe {
+        libc::getsockopt(
+            stream.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_SAVED_SYN,
+            buf.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if rc != 0 {
+        return None;
+    }
+    let headers = buf.get(..len as usize)?;
+    match headers.first()? >> 4 {
+        4 => headers.get(8).copied(),
+        6 => headers.get(7).copied(),
+        _ => None,
+    }
 }

@@ -500,9 +500,14 @@ impl Session {
 
     fn incoming(&mut self, stream: TcpStream) {
         let external_single_hop = !self.s.internal && !self.s.multihop;
-        if let Err(e) = socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop)
-        {
-            warn!(neighbor = %self.name(), "cannot set socket options: {e}");
+        match socket::prepare_accepted(&stream, self.s.ttl_security, external_single_hop) {
+            Ok(()) => {}
+            Err(e @ socket::AcceptError::TtlTooLow { .. }) => {
+                // RFC 5082 section 3: dropped, nothing sent back.
+                warn!(neighbor = %self.name(), from = ?stream.peer_addr().ok(), "connection dropped: {e}");
+                return;
+            }
+            Err(e) => warn!(neighbor = %self.name(), "{e}"),
         }
         if self.admin_down || self.held_down {
             self.log_rejected(stream.peer_addr().ok());
