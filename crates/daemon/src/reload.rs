@@ -464,6 +464,14 @@ pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
             }
         }
         let networks_changed = live.config.originate != new.originate;
+        if live.config.memory_limit != new.memory_limit {
+            daemon.pipeline.memory().set_limit(new.memory_limit);
+            let limit = new
+                .memory_limit
+                .map_or("none".to_string(), |l| format!("{} MiB", l >> 20));
+            info!(%limit, "memory-limit changed");
+            reply.changes.push(format!("memory-limit: {limit}"));
+        }
         live.config = applied_config(&live.config, new);
         daemon.sync_no_install(&live.config, &live.active);
         if networks_changed {

@@ -80,6 +80,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             .subscribers
             .push(Arc::new(WatchSubscriber(watch.clone())));
         let pipeline = Pipeline::start_with(pc, inputs);
+        pipeline.memory().set_limit(config.memory_limit);
         forwarding.attach(pipeline.clone());
         // The tap carries every received UPDATE; only the BGP4MP log needs it.
         let mut log = match (&opts.dump_updates, &config.mrt.updates) {

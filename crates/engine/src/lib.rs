@@ -17,6 +17,7 @@
 //! never let a question (`show route`) delay routing by more than a chunk now and then.
 
 pub mod local;
+pub mod memory;
 pub mod negotiate;
 pub mod pipeline;
 pub mod session;

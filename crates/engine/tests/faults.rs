@@ -195,3 +195,65 @@ async fn a_thousand_sessions_connecting_at_once() {
     drop(conns);
     harness::stop(pipeline, sessions).await;
 }
+
+/// `[bgp] memory-limit`: over it, a neighbor that brings new prefixes is stopped with Cease /
+/// Out of Resources and held down; one that only replaces or withdraws routes carries on,
+/// and so do the routes of the others. Under it again, new prefixes are taken.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn over_the_memory_limit_a_neighbor_bringing_new_prefixes_is_stopped() {
+    let listen = listen();
+    let a = ([127, 0, 10, 1], 65101);
+    let b = ([127, 0, 10, 2], 65102);
+    let down = ([127, 0, 10, 3], 65103);
+    let peers = vec![
+        peer(a.0, a.1, false),
+        peer(b.0, b.1, false),
+        peer(down.0, down.1, true),
+    ];
+    let (pipeline, sessions) = harness::start(2, 2, Default::default(), peers, listen).await;
+    let mut d = establish(down.0, down.1, listen).await;
+    let mut pa = establish(a.0, a.1, listen).await;
+    let mut pb = establish(b.0, b.1, listen).await;
+    pa.send(&route(1, a.1)).await;
+    wait_for(&mut d, 1).await;
+
+    // Any process is over a limit of one octet.
+    pipeline.memory().set_limit(Some(1));
+    assert!(pipeline.memory().over());
+    // A replaces its route (no new prefix): it stays.
+    pa.send(&route(1, a.1)).await;
+    // B brings a new prefix: stopped, held down.
+    pb.send(&route(2, b.1)).await;
+    let n = pb.notification().await.expect("a NOTIFICATION");
+    assert_eq!((n.code, n.subcode), (6, 8), "{n}");
+    assert!(pb.recv().await.is_none(), "the connection closes");
+    let st = sessions.peers[1].status();
+    assert!(st.held_down, "held down until cleared");
+    assert!(matches!(
+        st.last_error.map(|e| e.value),
+        Some(ribshard_engine::session::SessionError::MemoryLimit { .. })
+    ));
+    assert_eq!(sessions.peers[0].status().state, State::Established);
+
+    // Under the limit again: A's new prefix is taken and goes downstream; B's never came.
+    pipeline.memory().set_limit(None);
+    pa.send(&route(3, a.1)).await;
+    let want = Prefix::v4(Ipv4Addr::new(203, 0, 2, 0), 24).unwrap();
+    let params = common::peers::params();
+    loop {
+        let m = d.recv().await.expect("route 3 downstream");
+        if let Ok(Message::Update(u)) = decode(&m, &params) {
+            assert!(
+                u.announced().all(|n| n.prefix != want),
+                "B's route went out"
+            );
+            if u.announced()
+                .any(|n| n.prefix.to_string() == "203.0.3.0/24")
+            {
+                break;
+            }
+        }
+    }
+    assert_eq!(sessions.peers[0].status().established_transitions, 1);
+    harness::stop(pipeline, sessions).await;
+}

@@ -472,6 +472,9 @@ pub struct RunningBgp {
     pub listen: Vec<String>,
     pub number_of_shards: u32,
     pub update_threads: u32,
+    /// `[bgp] memory-limit`, as "4096MiB"; absent: none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_limit: Option<String>,
     /// `[bgp.update-delay]` max-delay and establish-wait, seconds; absent: off.
     pub update_delay: Option<[u64; 2]>,
     pub always_compare_med: bool,

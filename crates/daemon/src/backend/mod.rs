@@ -148,6 +148,7 @@ fn last_error(e: &Stamped<SessionError>) -> LastError {
         SessionError::BadPeerAs { .. } => "bad-peer-as",
         SessionError::MalformedUpdate(_) => "malformed-update",
         SessionError::PrefixLimit { .. } => "prefix-limit",
+        SessionError::MemoryLimit { .. } => "memory-limit",
         SessionError::Stopped(_) => "stopped",
     };
     LastError {

@@ -104,6 +104,8 @@ pub struct Config {
     pub path_selection: ribshard_rib::Options,
     /// The start-up advertisement deferral; `None`: off (`max-delay = 0`).
     pub update_delay: Option<ribshard_engine::pipeline::UpdateDelay>,
+    /// `[bgp] memory-limit`, octets; `None`: no limit.
+    pub memory_limit: Option<u64>,
     /// `[policy-options]`, compiled.
     pub policies: PolicyTable,
     pub peers: Vec<Peer>,
@@ -179,6 +181,35 @@ const MAX_MD5_KEY: usize = 80;
 
 fn secs(s: u32) -> std::time::Duration {
     std::time::Duration::from_secs(u64::from(s))
+}
+
+/// A size with its unit, as "4GiB", "512MiB" or "1.5 GiB" (KiB, MiB, GiB, TiB; KB, MB,
+/// GB, TB as their powers of ten).
+pub fn parse_size(s: &str) -> Result<u64, &'static str> {
+    let s = s.trim();
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .ok_or("give a unit, as \"4GiB\" or \"512MiB\"")?;
+    let (number, unit) = s.split_at(split);
+    let number: f64 = number
+        .parse()
+        .map_err(|_| "not a number followed by a unit, as \"4GiB\"")?;
+    let scale: f64 = match unit.trim() {
+        "KiB" => 1024.0,
+        "MiB" => 1024.0 * 1024.0,
+        "GiB" => 1024.0 * 1024.0 * 1024.0,
+        "TiB" => 1024.0 * 1024.0 * 1024.0 * 1024.0,
+        "KB" => 1e3,
+        "MB" => 1e6,
+        "GB" => 1e9,
+        "TB" => 1e12,
+        _ => return Err("the unit must be KiB, MiB, GiB or TiB (or KB, MB, GB, TB)"),
+    };
+    let octets = number * scale;
+    if !octets.is_finite() || octets >= u64::MAX as f64 {
+        return Err("too large");
+    }
+    Ok(octets as u64)
 }
 
 fn invalid(errs: &mut Errs, key: String, value: impl ToString, why: &'static str) {
@@ -552,6 +583,29 @@ fn resolve_into(
         multipath: bgp.multipath.as_ref().map(|m| ribshard_rib::Multipath {
             multiple_as: m.multiple_as.unwrap_or(false),
         }),
+    };
+
+    let memory_limit = match bgp.memory_limit.as_deref().map(parse_size) {
+        None => None,
+        Some(Ok(octets)) if octets >= 64 << 20 => Some(octets),
+        Some(Ok(_)) => {
+            invalid(
+                &mut errs,
+                "bgp.memory-limit".into(),
+                bgp.memory_limit.clone().unwrap_or_default(),
+                "must be at least 64MiB",
+            );
+            None
+        }
+        Some(Err(why)) => {
+            invalid(
+                &mut errs,
+                "bgp.memory-limit".into(),
+                bgp.memory_limit.clone().unwrap_or_default(),
+                why,
+            );
+            None
+        }
     };
 
     let update_delay = {
@@ -971,6 +1025,7 @@ fn resolve_into(
             threading,
             path_selection,
             update_delay,
+            memory_limit,
             policies: PolicyTable(Arc::new(policies)),
             peers,
             fib,

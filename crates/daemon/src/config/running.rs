@@ -12,6 +12,7 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
         listen: c.listen.iter().map(ToString::to_string).collect(),
         number_of_shards: c.threading.shards,
         update_threads: c.threading.update_threads,
+        memory_limit: c.memory_limit.map(|l| format!("{}MiB", l >> 20)),
         update_delay: c
             .update_delay
             .map(|d| [d.max_delay.as_secs(), d.establish_wait.as_secs()]),

@@ -107,6 +107,10 @@ pub struct Management {
 with_peer_settings! {
     pub struct Bgp {
         router_id: Option<std::net::Ipv4Addr>,
+        // The resident memory the process keeps under, as "4GiB" or "512MiB": over it, a
+        // neighbor that sends new prefixes is stopped (Cease / Out of Resources) and held
+        // down until cleared. Default: no limit.
+        memory_limit: Option<String>,
         listen: Option<Vec<SocketAddr>>,
         rib_sharding: Option<RibSharding>,
         update_threading: Option<UpdateThreading>,

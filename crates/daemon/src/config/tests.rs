@@ -394,3 +394,27 @@ fn a_policy_value_of_the_wrong_type_is_one_worded_error() {
     assert!(!said.contains("untagged"), "{said}");
     assert!(c.warnings.is_empty(), "{:?}", c.warnings);
 }
+
+#[test]
+fn memory_limit_takes_a_size_with_its_unit() {
+    use super::resolve::parse_size;
+    assert_eq!(parse_size("4GiB"), Ok(4 << 30));
+    assert_eq!(parse_size("512 MiB"), Ok(512 << 20));
+    assert_eq!(parse_size("1.5GiB"), Ok(3 << 29));
+    assert_eq!(parse_size("2GB"), Ok(2_000_000_000));
+    assert!(parse_size("4").is_err());
+    assert!(parse_size("4 gigs").is_err());
+    assert!(parse_size("GiB").is_err());
+    let c = load_str(&format!("{HEAD}memory-limit = \"1GiB\"\n{ONE_NEIGHBOR}")).unwrap();
+    assert_eq!(c.memory_limit, Some(1 << 30));
+    let c = load_str(&format!("{HEAD}{ONE_NEIGHBOR}")).unwrap();
+    assert_eq!(c.memory_limit, None);
+    for bad in ["4", "16MiB"] {
+        let e = errors(&format!("{HEAD}memory-limit = \"{bad}\"\n{ONE_NEIGHBOR}"));
+        assert!(
+            e.iter()
+                .any(|(line, key, _)| key == "bgp.memory-limit" && *line == Some(4)),
+            "{bad}: {e:?}"
+        );
+    }
+}

@@ -166,6 +166,8 @@ pub struct Pipeline {
     kinds: Arc<ExportKinds>,
     resolver: Option<Arc<dyn Resolver>>,
     subscribers: Vec<Arc<dyn Subscriber>>,
+    /// `[bgp] memory-limit`: sessions read it before taking new prefixes.
+    memory: Arc<crate::memory::MemoryGuard>,
 }
 
 impl Pipeline {
@@ -263,7 +265,13 @@ impl Pipeline {
             kinds,
             resolver,
             subscribers,
+            memory: Arc::default(),
         })
+    }
+
+    /// The memory limit the sessions keep to ([`crate::memory::MemoryGuard`]).
+    pub fn memory(&self) -> &Arc<crate::memory::MemoryGuard> {
+        &self.memory
     }
 
     /// The start-up deferral under way, if any (advertising still waits for neighbors'

@@ -67,6 +67,14 @@ impl AdjIndex {
         }
     }
 
+    pub fn contains(&self, n: Nlri) -> bool {
+        match key(n) {
+            Key::V4(addr, len) => self.v4.contains(addr, len),
+            Key::V4Long(k) => self.v4_long.contains(&k),
+            Key::Other(n) => self.other.contains(&n),
+        }
+    }
+
     pub fn len(&self) -> usize {
         self.v4.len() + self.v4_long.len() + self.other.len()
     }
@@ -155,6 +163,13 @@ impl V4 {
         match &mut self.form {
             Form::Bits(b) => b.remove(addr, len),
             Form::Set(s) => s.remove(&packed(addr, len)),
+        }
+    }
+
+    fn contains(&self, addr: u32, len: u8) -> bool {
+        match &self.form {
+            Form::Bits(b) => b.contains(addr, len),
+            Form::Set(s) => s.contains(&packed(addr, len)),
         }
     }
 
@@ -355,6 +370,18 @@ impl V4Bits {
         changed
     }
 
+    fn contains(&self, addr: u32, len: u8) -> bool {
+        let set =
+            |words: &[u64], i: usize| words.get(i / 64).is_some_and(|w| w >> (i % 64) & 1 == 1);
+        match bit(addr, len) {
+            Bit::Short(i) => self.short.as_ref().is_some_and(|short| set(&short[..], i)),
+            Bit::Block(hi, i) => self
+                .block(hi)
+                .and_then(|b| self.blocks.get(b))
+                .is_some_and(|block| set(block, i)),
+        }
+    }
+
     fn remove(&mut self, addr: u32, len: u8) -> bool {
         let changed = match bit(addr, len) {
             Bit::Short(i) => self
@@ -455,6 +482,12 @@ mod tests {
                 ..n
             })
         }
+        fn contains(&self, n: Nlri) -> bool {
+            self.0.contains(&Nlri {
+                prefix: n.prefix.masked(),
+                ..n
+            })
+        }
     }
 
     fn nlri(addr: u32, len: u8, id: Option<u32>) -> Nlri {
@@ -498,6 +531,7 @@ mod tests {
                 // Addresses close together half the time, so prefixes share blocks.
                 let addr = if addr % 2 == 0 { addr & 0x010f_ffff } else { addr };
                 let n = nlri(addr, len, id);
+                prop_assert_eq!(i.contains(n), m.contains(n));
                 match op {
                     0 => prop_assert_eq!(i.insert(n), m.insert(n)),
                     1 => prop_assert_eq!(i.remove(n), m.remove(n)),

@@ -241,6 +241,11 @@ impl Session {
         for e in &parsed.discarded {
             debug!(neighbor = %self.name(), "attribute discarded (RFC 7606): {e}");
         }
+        // Over the memory-limit, an UPDATE that brings new prefixes stops the session
+        // before any of its routes go on.
+        if self.memory_refuses(&parsed) {
+            return;
+        }
         let end_of_rib = parsed.end_of_rib();
         if let Some(f) = end_of_rib {
             info!(neighbor = %self.name(), family = %f, "End-of-RIB received");

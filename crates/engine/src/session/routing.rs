@@ -334,6 +334,54 @@ impl Session {
         };
     }
 
+    /// After our Cease NOTIFICATION (`subcode`, sent already with its data): stops the
+    /// session and holds it down until cleared, or restarts it after `idle` seconds.
+    fn stop_held(&mut self, subcode: u8, idle: Option<u32>) {
+        self.set_held_down(idle.is_none());
+        self.event_with(Event::AutomaticStop(subcode), |a| match a {
+            Action::SendNotification(_) => None,
+            Action::StartIdleHoldTimer(_) => {
+                idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16))
+            }
+            other => Some(other),
+        });
+    }
+
+    /// `[bgp] memory-limit`: while the process is over the limit, a neighbor whose UPDATE
+    /// announces a prefix not in its Adj-RIB-In is stopped with Cease / Out of Resources
+    /// (RFC 4486 section 4) and held down until cleared, before any of the UPDATE's routes
+    /// go on; replacing or withdrawing routes is fine, and the other sessions and their
+    /// routes stay. True if it was stopped.
+    pub(super) fn memory_refuses(&mut self, u: &ribshard_wire::ParsedUpdate<'_>) -> bool {
+        let Some(guard) = self.pipeline.as_ref().map(|p| p.memory().clone()) else {
+            return false;
+        };
+        if !guard.over() {
+            return false;
+        }
+        let adj = &self.adj_rib_in;
+        let new = u.announced().any(|n| {
+            adj.get(n.prefix.family().index())
+                .is_some_and(|a| !a.contains(n))
+        });
+        if !new {
+            return false;
+        }
+        let limit_mib = guard.limit().unwrap_or(0) >> 20;
+        warn!(
+            neighbor = %self.name(), resident_mib = guard.resident() >> 20, limit_mib,
+            "new prefixes over the memory-limit: stopping the session (Cease / Out of Resources) until cleared"
+        );
+        self.set_error(SessionError::MemoryLimit { limit_mib });
+        self.notify(Notification::new(
+            code::CEASE,
+            cease::OUT_OF_RESOURCES,
+            vec![],
+        ));
+        self.stop_held(cease::OUT_OF_RESOURCES, None);
+        true
+    }
+
     /// Tears the session down past a family's maximum (RFC 4486 section 4, Cease subcode 1).
     pub(super) fn check_prefix_limits(&mut self) -> bool {
         for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
@@ -384,18 +432,7 @@ impl Session {
                 cease::MAXIMUM_PREFIXES_REACHED,
                 data,
             ));
-            self.set_held_down(idle.is_none());
-            // Our NOTIFICATION (with data) went first; restart after idle-timeout, if any.
-            self.event_with(
-                Event::AutomaticStop(cease::MAXIMUM_PREFIXES_REACHED),
-                |a| match a {
-                    Action::SendNotification(_) => None,
-                    Action::StartIdleHoldTimer(_) => {
-                        idle.map(|t| Action::StartIdleHoldTimer(t.min(u32::from(u16::MAX)) as u16))
-                    }
-                    other => Some(other),
-                },
-            );
+            self.stop_held(cease::MAXIMUM_PREFIXES_REACHED, idle);
             return true;
         }
         false

@@ -42,6 +42,9 @@ pub enum SessionError {
     MalformedUpdate(UpdateError),
     #[error("prefix limit {maximum} exceeded for {family}")]
     PrefixLimit { family: Family, maximum: u32 },
+    /// It sent new prefixes while the process was over `[bgp] memory-limit`.
+    #[error("sent new prefixes while ribshard was over its memory-limit of {limit_mib} MiB")]
+    MemoryLimit { limit_mib: u64 },
     /// Ended by an operator or a configuration change (the Cease we sent says which).
     #[error("stopped: {0}")]
     Stopped(Notification),
