@@ -35,8 +35,26 @@ pub enum ForwardingError {
         "fib: cannot open the kernel's routing tables for writing: {0} (CAP_NET_ADMIN is needed)"
     )]
     Fib(std::io::Error),
+    #[error(
+        "fib: writing routes to the kernel needs CAP_NET_ADMIN, which this process lacks \
+         (run as root, or grant it to the service: docs/OPERATIONS.md, Forwarding)"
+    )]
+    NoNetAdmin,
     #[error("fib: {0}")]
     Watch(ribshard_fib::watch::WatchError),
+}
+
+/// Whether the process may change the kernel's routing tables: CAP_NET_ADMIN (bit 12) in
+/// its effective set. Checked at start with `[fib]`, so that a missing capability is one
+/// clear error rather than every route refused later. `None` if it cannot tell.
+fn has_net_admin() -> Option<bool> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let hex = status
+        .lines()
+        .find_map(|l| l.strip_prefix("CapEff:"))?
+        .trim();
+    let eff = u64::from_str_radix(hex, 16).ok()?;
+    Some(eff & (1 << 12) != 0)
 }
 
 impl Forwarding {
@@ -49,6 +67,9 @@ impl Forwarding {
             ..ResolveConfig::default()
         });
         let published = Arc::new(Published::new(KernelView::new(rcfg.clone())));
+        if config.fib.is_some() && has_net_admin() == Some(false) {
+            return Err(ForwardingError::NoNetAdmin);
+        }
         let fib = match &config.fib {
             Some(c) => {
                 Some(Fib::start(c.clone(), published.clone()).map_err(ForwardingError::Fib)?)

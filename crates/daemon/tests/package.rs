@@ -172,8 +172,8 @@ fn systemd_analyze_verifies_the_unit() {
 struct Netns(String);
 
 impl Netns {
-    fn new() -> Option<Netns> {
-        let name = format!("rs-pkg-{}", std::process::id());
+    fn new(tag: &str) -> Option<Netns> {
+        let name = format!("rs-pkg-{tag}-{}", std::process::id());
         let ok = Command::new("ip")
             .args(["netns", "add", &name])
             .stderr(Stdio::null())
@@ -214,7 +214,9 @@ fn non_root_with_only_net_bind_service_keeps_a_session_on_port_179() {
     if !have_bird() {
         return;
     }
-    let Some(ns) = Netns::new() else { return };
+    let Some(ns) = Netns::new("nonroot") else {
+        return;
+    };
     let root = unpack(&deb, "package-nonroot");
     let dir = root.join("work");
     std::fs::create_dir_all(&dir).unwrap();
@@ -328,4 +330,138 @@ fn non_root_with_only_net_bind_service_keeps_a_session_on_port_179() {
     assert_eq!(n.local_port, Some(179), "{n:?}");
     let accepted: u64 = n.families.iter().map(|f| f.accepted).sum();
     assert_eq!(accepted, 1, "{n:?}");
+}
+
+/// With `[fib]`, the packaged binary as user nobody with CAP_NET_BIND_SERVICE alone (the
+/// unit's default) refuses to start, naming the capability it lacks; with CAP_NET_ADMIN
+/// added (the drop-in OPERATIONS.md gives) it starts and writes a BIRD neighbor's route to
+/// the kernel of its namespace.
+#[test]
+fn with_fib_net_admin_is_needed_and_enough() {
+    let Some(deb) = package() else { return };
+    if !have_bird() {
+        return;
+    }
+    let Some(ns) = Netns::new("fib") else { return };
+    let root = unpack(&deb, "package-fib");
+    let dir = root.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sock = dir.join("ribshard.sock");
+    let conf = dir.join("ribshard.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[bgp]\nlocal-as = 65001\nrouter-id = \"127.0.0.1\"\nlisten = [\"127.0.0.1:179\"]\n\
+             [[bgp.group]]\nname = \"peers\"\ntype = \"external\"\npeer-as = 65002\n\
+             import = [\"accept\"]\nexport = [\"accept\"]\n\
+             [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npassive = true\n\
+             [fib]\ntable = 254\n\
+             [management]\nsocket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    let bin = root.join("usr/bin/ribshard");
+    let run = |caps: &str| {
+        let log = std::fs::File::create(dir.join("ribshard.log")).unwrap();
+        ns.exec(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            &format!("--inh-caps=-all,{caps}"),
+            &format!("--ambient-caps=-all,{caps}"),
+            &format!("--bounding-set=-all,{caps}"),
+            "--no-new-privs",
+        ])
+        .arg(&bin)
+        .arg("run")
+        .arg("--config")
+        .arg(&conf)
+        .stdout(Stdio::null())
+        .stderr(log)
+        .spawn()
+        .unwrap()
+    };
+    let log_of = || std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default();
+
+    // Without CAP_NET_ADMIN: a clear refusal at start.
+    let mut without = Proc(run("+net_bind_service"));
+    assert!(
+        wait(10, || matches!(without.0.try_wait(), Ok(Some(_)))),
+        "still running without CAP_NET_ADMIN:\n{}",
+        log_of()
+    );
+    assert!(
+        log_of().contains("needs CAP_NET_ADMIN, which this process lacks"),
+        "{}",
+        log_of()
+    );
+
+    // With it: BIRD's route reaches the kernel of the namespace, its next hop 10.99.0.3
+    // on a veth there (it must resolve through a connected route, and not be ours).
+    for cmd in [
+        "ip link add rs-a type veth peer name rs-b",
+        "ip addr add 10.99.0.1/24 dev rs-a",
+        "ip link set rs-a up",
+        "ip link set rs-b up",
+    ] {
+        let argv: Vec<&str> = cmd.split(' ').collect();
+        assert!(ns.exec(&argv).status().unwrap().success(), "{cmd}");
+    }
+    let _with = Proc(run("+net_bind_service,+net_admin"));
+    // BIRD only after ribshard listens: a refused first connection costs BIRD a minute.
+    assert!(
+        wait(10, || log_of().contains("ribshard running")),
+        "{}",
+        log_of()
+    );
+    let bird_dir = dir.join("bird");
+    std::fs::create_dir_all(&bird_dir).unwrap();
+    let bird_conf = bird_dir.join("bird.conf");
+    std::fs::write(
+        &bird_conf,
+        "router id 127.0.0.2;\nprotocol device {}\n\
+         protocol static s4 { ipv4; route 203.0.113.0/24 blackhole; }\n\
+         protocol bgp ribsh {\n  local 127.0.0.2 port 179 as 65002;\n  neighbor 127.0.0.1 port 179 as 65001;\n\
+         multihop; strict bind on; connect retry time 1;\n\
+         ipv4 { import none; export all; next hop address 10.99.0.3; };\n}\n",
+    )
+    .unwrap();
+    let _bird = Proc(
+        ns.exec(&["bird", "-f", "-c"])
+            .arg(&bird_conf)
+            .arg("-s")
+            .arg(bird_dir.join("bird.ctl"))
+            .arg("-P")
+            .arg(bird_dir.join("bird.pid"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let kernel = || {
+        let out = ns
+            .exec(&["ip", "route", "show", "203.0.113.0/24"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    let bird_said = || {
+        let out = ns
+            .exec(&["birdc", "-s"])
+            .arg(bird_dir.join("bird.ctl"))
+            .args(["show", "protocols", "all", "ribsh"])
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&out.stdout).to_string()
+    };
+    assert!(
+        wait(30, || kernel().contains("203.0.113.0/24")),
+        "kernel: {:?}\n{}\n{}",
+        kernel(),
+        log_of(),
+        bird_said()
+    );
 }
