@@ -192,6 +192,27 @@ impl Netns {
         Some(ns)
     }
 
+    /// A command run in the namespace as user nobody with only these capabilities (as
+    /// setpriv writes them: "+net_bind_service,+net_admin"), as a systemd unit's
+    /// AmbientCapabilities and CapabilityBoundingSet give them.
+    fn as_nobody(&self, caps: &str) -> Command {
+        let (inh, amb, bnd) = (
+            format!("--inh-caps=-all,{caps}"),
+            format!("--ambient-caps=-all,{caps}"),
+            format!("--bounding-set=-all,{caps}"),
+        );
+        self.exec(&[
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            &inh,
+            &amb,
+            &bnd,
+            "--no-new-privs",
+        ])
+    }
+
     fn exec(&self, argv: &[&str]) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.0]).args(argv);
@@ -239,24 +260,15 @@ fn non_root_with_only_net_bind_service_keeps_a_session_on_port_179() {
     let bin = root.join("usr/bin/ribshard");
     let log = std::fs::File::create(dir.join("ribshard.log")).unwrap();
     let daemon = Proc(
-        ns.exec(&[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "--inh-caps=-all,+net_bind_service",
-            "--ambient-caps=-all,+net_bind_service",
-            "--bounding-set=-all,+net_bind_service",
-            "--no-new-privs",
-        ])
-        .arg(&bin)
-        .arg("run")
-        .arg("--config")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap(),
+        ns.as_nobody("+net_bind_service")
+            .arg(&bin)
+            .arg("run")
+            .arg("--config")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap(),
     );
     let bird_dir = dir.join("bird");
     std::fs::create_dir_all(&bird_dir).unwrap();
@@ -365,24 +377,15 @@ fn with_fib_net_admin_is_needed_and_enough() {
     let bin = root.join("usr/bin/ribshard");
     let run = |caps: &str| {
         let log = std::fs::File::create(dir.join("ribshard.log")).unwrap();
-        ns.exec(&[
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            &format!("--inh-caps=-all,{caps}"),
-            &format!("--ambient-caps=-all,{caps}"),
-            &format!("--bounding-set=-all,{caps}"),
-            "--no-new-privs",
-        ])
-        .arg(&bin)
-        .arg("run")
-        .arg("--config")
-        .arg(&conf)
-        .stdout(Stdio::null())
-        .stderr(log)
-        .spawn()
-        .unwrap()
+        ns.as_nobody(caps)
+            .arg(&bin)
+            .arg("run")
+            .arg("--config")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(log)
+            .spawn()
+            .unwrap()
     };
     let log_of = || std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default();
 

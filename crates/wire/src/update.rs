@@ -484,7 +484,7 @@ pub struct ParsedUpdate<'a> {
     /// first error that called for it.
     pub treat_as_withdraw: Option<AttrError>,
     /// Attributes ignored under "attribute discard" (including repeats, RFC 7606 section 3 g).
-    pub discarded: Vec<AttrError>,
+    pub discarded: smallvec::SmallVec<[AttrError; 4]>,
 }
 
 impl<'a> ParsedUpdate<'a> {
@@ -575,7 +575,7 @@ pub fn parse_update<'a>(
         },
         nlri,
         treat_as_withdraw: None,
-        discarded: Vec::new(),
+        discarded: smallvec::SmallVec::new(),
     };
     parse_attributes(attr_bytes, params, &mut out)?;
 
@@ -635,7 +635,7 @@ pub fn parse_attributes_only<'a>(
         },
         nlri: NlriView::empty(Family::Ipv4Unicast),
         treat_as_withdraw: None,
-        discarded: Vec::new(),
+        discarded: smallvec::SmallVec::new(),
     };
     parse_attributes(field, params, &mut out)?;
     Ok(out)
