@@ -353,12 +353,14 @@ impl Session {
     /// go on; replacing or withdrawing routes is fine, and the other sessions and their
     /// routes stay. True if it was stopped.
     pub(super) fn memory_refuses(&mut self, u: &ribshard_wire::ParsedUpdate<'_>) -> bool {
-        let Some(guard) = self.pipeline.as_ref().map(|p| p.memory().clone()) else {
+        // One relaxed load per UPDATE while under the limit; no reference count touched.
+        let Some(guard) = self.pipeline.as_ref().map(|p| p.memory()) else {
             return false;
         };
         if !guard.over() {
             return false;
         }
+        let guard = guard.clone();
         let adj = &self.adj_rib_in;
         let new = u.announced().any(|n| {
             adj.get(n.prefix.family().index())
