@@ -68,7 +68,13 @@ fn the_package_installs_binary_unit_and_configuration() {
     assert_eq!(mode(&bin), 0o755);
     assert_eq!(mode(&unit), 0o644);
     assert_eq!(mode(&conf), 0o640, "the configuration may hold MD5 keys");
-    for doc in ["OPERATIONS.md", "API.md", "README.md", "copyright"] {
+    for doc in [
+        "OPERATIONS.md",
+        "API.md",
+        "README.md",
+        "SECURITY.md",
+        "copyright",
+    ] {
         assert!(
             root.join("usr/share/doc/ribshard").join(doc).is_file(),
             "{doc}"
