@@ -116,27 +116,28 @@ fn routes_and_attributes_from_bird_then_withdrawals_and_shutdown() {
     );
 }
 
+/// ribshard (passive, `ribshard_side` on the neighbor) and a BIRD connecting to it with
+/// `bird_side` in its protocol: the scratch directory, ribshard, BIRD.
+fn secured_pair(name: &str, ribshard_side: &str, bird_side: &str) -> (TempDir, Proc, Bird) {
+    let dir = tempdir(name);
+    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
+    let (rs, _dump) = ribshard(
+        &dir,
+        &ribshard_config(port_r, "127.0.0.41", 65041, port_p, ribshard_side, true),
+    );
+    let bird = Bird::start(&dir, &bird_config(port_r, port_p, bird_side, false));
+    (dir, rs, bird)
+}
+
 #[test]
 fn bird_connects_to_ribshard_with_md5() {
     if !have_bird() {
         return;
     }
-    let dir = tempdir("bird-md5");
-    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
-    let (_rs, _dump) = ribshard(
-        &dir,
-        &ribshard_config(
-            port_r,
-            "127.0.0.41",
-            65041,
-            port_p,
-            "authentication-key = \"s3cret\"",
-            true,
-        ),
-    );
-    let bird = Bird::start(
-        &dir,
-        &bird_config(port_r, port_p, "password \"s3cret\";", false),
+    let (_dir, _rs, bird) = secured_pair(
+        "bird-md5",
+        "authentication-key = \"s3cret\"",
+        "password \"s3cret\";",
     );
     assert!(
         wait(20, || bird.established("ribsh")),
@@ -150,22 +151,10 @@ fn md5_mismatch_gives_no_session_with_bird() {
     if !have_bird() {
         return;
     }
-    let dir = tempdir("bird-md5-bad");
-    let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
-    let (_rs, _dump) = ribshard(
-        &dir,
-        &ribshard_config(
-            port_r,
-            "127.0.0.41",
-            65041,
-            port_p,
-            "authentication-key = \"s3cret\"",
-            true,
-        ),
-    );
-    let bird = Bird::start(
-        &dir,
-        &bird_config(port_r, port_p, "password \"wrong\";", false),
+    let (_dir, _rs, bird) = secured_pair(
+        "bird-md5-bad",
+        "authentication-key = \"s3cret\"",
+        "password \"wrong\";",
     );
     assert!(
         !wait(8, || bird.established("ribsh")),
@@ -180,40 +169,23 @@ fn gtsm_with_bird() {
     if !have_bird() {
         return;
     }
-    for (bird_side, up) in [("ttl security on;", true), ("", false)] {
-        let dir = tempdir(if up { "bird-gtsm" } else { "bird-gtsm-off" });
-        let (port_r, port_p) = (free_port("0.0.0.0"), free_port("0.0.0.0"));
-        let (_rs, _dump) = ribshard(
-            &dir,
-            &ribshard_config(
-                port_r,
-                "127.0.0.41",
-                65041,
-                port_p,
-                "ttl-security = 1",
-                true,
-            ),
-        );
-        let bird = Bird::start(&dir, &bird_config(port_r, port_p, bird_side, false));
-        if up {
-            assert!(
-                wait(20, || bird.established("ribsh")),
-                "{}",
-                bird.cmd("show protocols all ribsh")
-            );
-        } else {
-            assert!(
-                !wait(8, || bird.established("ribsh")),
-                "a session came up without GTSM at BIRD"
-            );
-            // Judged by its SYN, before its OPEN could be read.
-            assert!(
-                log_of(&dir).contains("GTSM: its SYN arrived with TTL 64"),
-                "{}",
-                log_of(&dir)
-            );
-        }
-    }
+    let (_dir, _rs, bird) = secured_pair("bird-gtsm", "ttl-security = 1", "ttl security on;");
+    assert!(
+        wait(20, || bird.established("ribsh")),
+        "{}",
+        bird.cmd("show protocols all ribsh")
+    );
+    let (dir, _rs, bird) = secured_pair("bird-gtsm-off", "ttl-security = 1", "");
+    assert!(
+        !wait(8, || bird.established("ribsh")),
+        "a session came up without GTSM at BIRD"
+    );
+    // Judged by its SYN, before its OPEN could be read.
+    assert!(
+        log_of(&dir).contains("GTSM: its SYN arrived with TTL 64"),
+        "{}",
+        log_of(&dir)
+    );
 }
 
 #[test]

@@ -232,6 +232,111 @@ impl Drop for Netns {
     }
 }
 
+/// The package unpacked for a test, with a work directory anyone may write (ribshard runs
+/// as nobody and makes its socket there, as RuntimeDirectory= lets it) and a configuration
+/// of one passive eBGP neighbor, 127.0.0.2 in AS 65002, ribshard on 127.0.0.1:179.
+struct Unpacked {
+    _root: TempDir,
+    dir: PathBuf,
+    bin: PathBuf,
+    conf: PathBuf,
+    sock: PathBuf,
+}
+
+/// `group` goes into the neighbor's group, `extra` after it (a `[fib]`).
+fn unpacked(deb: &Path, name: &str, group: &str, extra: &str) -> Unpacked {
+    let root = unpack(deb, name);
+    let dir = root.join("work");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let sock = dir.join("ribshard.sock");
+    let conf = dir.join("ribshard.toml");
+    std::fs::write(
+        &conf,
+        format!(
+            "[bgp]\nlocal-as = 65001\nrouter-id = \"127.0.0.1\"\nlisten = [\"127.0.0.1:179\"]\n\
+             [[bgp.group]]\nname = \"peers\"\ntype = \"external\"\npeer-as = 65002\n\
+             import = [\"accept\"]\nexport = [\"accept\"]\n{group}\
+             [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npassive = true\n{extra}\
+             [management]\nsocket = \"{}\"\n",
+            sock.display()
+        ),
+    )
+    .unwrap();
+    Unpacked {
+        bin: root.join("usr/bin/ribshard"),
+        _root: root,
+        dir,
+        conf,
+        sock,
+    }
+}
+
+impl Unpacked {
+    /// `ribshard run` in `ns` as nobody with `caps`, logging to ribshard.log.
+    fn run(&self, ns: &Netns, caps: &str) -> Proc {
+        let log = std::fs::File::create(self.dir.join("ribshard.log")).unwrap();
+        Proc(
+            ns.as_nobody(caps)
+                .arg(&self.bin)
+                .arg("run")
+                .arg("--config")
+                .arg(&self.conf)
+                .stdout(Stdio::null())
+                .stderr(log)
+                .spawn()
+                .unwrap(),
+        )
+    }
+
+    fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("ribshard.log")).unwrap_or_default()
+    }
+
+    /// Waits until ribshard listens: BIRD started before would have its first connection
+    /// refused and wait a minute before the next.
+    fn wait_running(&self) {
+        assert!(
+            wait(10, || self.log().contains("ribshard running")),
+            "{}",
+            self.log()
+        );
+    }
+
+    /// BIRD in `ns`: 127.0.0.2 in AS 65002, announcing 203.0.113.0/24 to ribshard;
+    /// `session` completes its BGP protocol, `channel` its IPv4 channel. Its control socket.
+    fn bird(&self, ns: &Netns, session: &str, channel: &str) -> (Proc, PathBuf) {
+        let bird_dir = self.dir.join("bird");
+        std::fs::create_dir_all(&bird_dir).unwrap();
+        let bird_conf = bird_dir.join("bird.conf");
+        std::fs::write(
+            &bird_conf,
+            format!(
+                "router id 127.0.0.2;\nprotocol device {{}}\n\
+                 protocol static s4 {{ ipv4; route 203.0.113.0/24 blackhole; }}\n\
+                 protocol bgp ribsh {{\n  local 127.0.0.2 port 179 as 65002;\n  neighbor 127.0.0.1 port 179 as 65001;\n\
+                 multihop; strict bind on; connect retry time 1; {session}\n\
+                 ipv4 {{ export all; {channel} }};\n}}\n"
+            ),
+        )
+        .unwrap();
+        let ctl = bird_dir.join("bird.ctl");
+        let p = Proc(
+            ns.exec(&["bird", "-f", "-c"])
+                .arg(&bird_conf)
+                .arg("-s")
+                .arg(&ctl)
+                .arg("-P")
+                .arg(bird_dir.join("bird.pid"))
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap(),
+        );
+        (p, ctl)
+    }
+}
+
 /// The packaged binary as user nobody with CAP_NET_BIND_SERVICE alone (as the unit starts it)
 /// listens on 127.0.0.1:179 in a namespace of its own; a BIRD there connects to it, and the
 /// session stays up past several hold times.
@@ -244,67 +349,15 @@ fn non_root_with_only_net_bind_service_keeps_a_session_on_port_179() {
     let Some(ns) = Netns::new("nonroot") else {
         return;
     };
-    let root = unpack(&deb, "package-nonroot");
-    let dir = root.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    // Its socket goes here, so nobody must be able to write it (as RuntimeDirectory= does).
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let sock = dir.join("ribshard.sock");
-    let conf = dir.join("ribshard.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "[bgp]\nlocal-as = 65001\nrouter-id = \"127.0.0.1\"\nlisten = [\"127.0.0.1:179\"]\n\
-             [[bgp.group]]\nname = \"peers\"\ntype = \"external\"\npeer-as = 65002\n\
-             import = [\"accept\"]\nexport = [\"accept\"]\nhold-time = 3\n\
-             [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npassive = true\n\
-             [management]\nsocket = \"{}\"\n",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let bin = root.join("usr/bin/ribshard");
-    let log = std::fs::File::create(dir.join("ribshard.log")).unwrap();
-    let daemon = Proc(
-        ns.as_nobody("+net_bind_service")
-            .arg(&bin)
-            .arg("run")
-            .arg("--config")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap(),
-    );
-    let bird_dir = dir.join("bird");
-    std::fs::create_dir_all(&bird_dir).unwrap();
-    let bird_conf = bird_dir.join("bird.conf");
-    std::fs::write(
-        &bird_conf,
-        "router id 127.0.0.2;\nprotocol device {}\n\
-         protocol static s4 { ipv4; route 203.0.113.0/24 blackhole; }\n\
-         protocol bgp ribsh {\n  local 127.0.0.2 port 179 as 65002;\n  neighbor 127.0.0.1 port 179 as 65001;\n\
-         multihop; strict bind on; hold time 3; connect retry time 1;\n\
-         ipv4 { import all; export all; next hop self; };\n}\n",
-    )
-    .unwrap();
-    let bird_ctl = bird_dir.join("bird.ctl");
-    let _bird = Proc(
-        ns.exec(&["bird", "-f", "-c"])
-            .arg(&bird_conf)
-            .arg("-s")
-            .arg(&bird_ctl)
-            .arg("-P")
-            .arg(bird_dir.join("bird.pid"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let u = unpacked(&deb, "package-nonroot", "hold-time = 3\n", "");
+    let (bin, sock) = (&u.bin, &u.sock);
+    let daemon = u.run(&ns, "+net_bind_service");
+    u.wait_running();
+    let _bird = u.bird(&ns, "hold time 3;", "import all; next hop self;");
     let neighbor = || -> Option<Neighbor> {
-        let out = Command::new(&bin)
+        let out = Command::new(bin)
             .arg("--socket")
-            .arg(&sock)
+            .arg(sock)
             .args(["--json", "show", "bgp", "neighbor", "127.0.0.2"])
             .output()
             .ok()?;
@@ -313,7 +366,7 @@ fn non_root_with_only_net_bind_service_keeps_a_session_on_port_179() {
             .into_iter()
             .next()
     };
-    let log_of = || std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default();
+    let log_of = || u.log();
     assert!(
         wait(30, || neighbor().is_some_and(|n| n.state == "Established")),
         "{:?}\n{}",
@@ -361,42 +414,11 @@ fn with_fib_net_admin_is_needed_and_enough() {
         return;
     }
     let Some(ns) = Netns::new("fib") else { return };
-    let root = unpack(&deb, "package-fib");
-    let dir = root.join("work");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let sock = dir.join("ribshard.sock");
-    let conf = dir.join("ribshard.toml");
-    std::fs::write(
-        &conf,
-        format!(
-            "[bgp]\nlocal-as = 65001\nrouter-id = \"127.0.0.1\"\nlisten = [\"127.0.0.1:179\"]\n\
-             [[bgp.group]]\nname = \"peers\"\ntype = \"external\"\npeer-as = 65002\n\
-             import = [\"accept\"]\nexport = [\"accept\"]\n\
-             [[bgp.group.neighbor]]\naddress = \"127.0.0.2\"\npassive = true\n\
-             [fib]\ntable = 254\n\
-             [management]\nsocket = \"{}\"\n",
-            sock.display()
-        ),
-    )
-    .unwrap();
-    let bin = root.join("usr/bin/ribshard");
-    let run = |caps: &str| {
-        let log = std::fs::File::create(dir.join("ribshard.log")).unwrap();
-        ns.as_nobody(caps)
-            .arg(&bin)
-            .arg("run")
-            .arg("--config")
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(log)
-            .spawn()
-            .unwrap()
-    };
-    let log_of = || std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default();
+    let u = unpacked(&deb, "package-fib", "", "[fib]\ntable = 254\n");
+    let log_of = || u.log();
 
     // Without CAP_NET_ADMIN: a clear refusal at start.
-    let mut without = Proc(run("+net_bind_service"));
+    let mut without = u.run(&ns, "+net_bind_service");
     assert!(
         wait(10, || matches!(without.0.try_wait(), Ok(Some(_)))),
         "still running without CAP_NET_ADMIN:\n{}",
@@ -419,37 +441,9 @@ fn with_fib_net_admin_is_needed_and_enough() {
         let argv: Vec<&str> = cmd.split(' ').collect();
         assert!(ns.exec(&argv).status().unwrap().success(), "{cmd}");
     }
-    let _with = Proc(run("+net_bind_service,+net_admin"));
-    // BIRD only after ribshard listens: a refused first connection costs BIRD a minute.
-    assert!(
-        wait(10, || log_of().contains("ribshard running")),
-        "{}",
-        log_of()
-    );
-    let bird_dir = dir.join("bird");
-    std::fs::create_dir_all(&bird_dir).unwrap();
-    let bird_conf = bird_dir.join("bird.conf");
-    std::fs::write(
-        &bird_conf,
-        "router id 127.0.0.2;\nprotocol device {}\n\
-         protocol static s4 { ipv4; route 203.0.113.0/24 blackhole; }\n\
-         protocol bgp ribsh {\n  local 127.0.0.2 port 179 as 65002;\n  neighbor 127.0.0.1 port 179 as 65001;\n\
-         multihop; strict bind on; connect retry time 1;\n\
-         ipv4 { import none; export all; next hop address 10.99.0.3; };\n}\n",
-    )
-    .unwrap();
-    let _bird = Proc(
-        ns.exec(&["bird", "-f", "-c"])
-            .arg(&bird_conf)
-            .arg("-s")
-            .arg(bird_dir.join("bird.ctl"))
-            .arg("-P")
-            .arg(bird_dir.join("bird.pid"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _with = u.run(&ns, "+net_bind_service,+net_admin");
+    u.wait_running();
+    let (_bird, bird_ctl) = u.bird(&ns, "", "import none; next hop address 10.99.0.3;");
     let kernel = || {
         let out = ns
             .exec(&["ip", "route", "show", "203.0.113.0/24"])
@@ -460,7 +454,7 @@ fn with_fib_net_admin_is_needed_and_enough() {
     let bird_said = || {
         let out = ns
             .exec(&["birdc", "-s"])
-            .arg(bird_dir.join("bird.ctl"))
+            .arg(&bird_ctl)
             .args(["show", "protocols", "all", "ribsh"])
             .output()
             .unwrap();

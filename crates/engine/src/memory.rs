@@ -89,11 +89,6 @@ impl MemoryGuard {
             );
         }
     }
-
-    /// For tests: the guard as if the process were over (or under) its limit.
-    pub fn force_over(&self, over: bool) {
-        self.over.store(over, Ordering::Relaxed);
-    }
 }
 
 fn watch(guard: Weak<MemoryGuard>) {

@@ -10,8 +10,7 @@ use common::rawpeer::RawPeer;
 use ribshard_engine::PeerSettings;
 use ribshard_fsm::State;
 use ribshard_wire::attributes::{AsPath, AttrValue};
-use ribshard_wire::open::Capability;
-use ribshard_wire::{decode, keepalive, Message, Open, Origin, Prefix, SessionParams};
+use ribshard_wire::{decode, Message, Open, Origin, Prefix};
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::time::{Duration, Instant};
 
@@ -30,20 +29,7 @@ fn peer(addr: [u8; 4], asn: u32, downstream: bool) -> PeerSettings {
 /// A connection through OPEN and KEEPALIVE both ways, 4-octet ASes, hold time 0.
 async fn establish(addr: [u8; 4], asn: u32, listen: SocketAddr) -> RawPeer {
     let mut p = RawPeer::connect(IpAddr::from(addr), listen).await;
-    let caps = vec![
-        Capability::Multiprotocol { afi: 1, safi: 1 },
-        Capability::FourOctetAs(asn),
-    ];
-    p.send(&Open::new(asn, 0, Ipv4Addr::from(addr), caps).encode())
-        .await;
-    let open = p.recv().await.expect("ribshard's OPEN");
-    assert!(matches!(
-        decode(&open, &SessionParams::default()),
-        Ok(Message::Open(_))
-    ));
-    let ka = p.recv().await.expect("ribshard's KEEPALIVE");
-    assert_eq!(ka.get(18), Some(&4), "{addr:?}: {ka:?}");
-    p.send(&keepalive()).await;
+    p.establish(asn, 0).await;
     p
 }
 
@@ -58,18 +44,26 @@ fn route(i: u8, asn: u32) -> Vec<u8> {
     )
 }
 
-/// Reads UPDATEs until one announces 203.0.`i`.0/24.
-async fn wait_for(p: &mut RawPeer, i: u8) {
-    let want = Prefix::v4(Ipv4Addr::new(203, 0, i, 0), 24).unwrap();
+/// Reads UPDATEs until 203.0.`i`.0/24 has been announced for every `i` of `all`, in any
+/// order (routes of different shards reach a downstream in no fixed order).
+async fn wait_for_all(p: &mut RawPeer, all: &[u8]) {
+    let mut want: Vec<Prefix> = all
+        .iter()
+        .map(|&i| Prefix::v4(Ipv4Addr::new(203, 0, i, 0), 24).unwrap())
+        .collect();
     let params = common::peers::params();
-    loop {
-        let m = p.recv().await.expect("the route downstream");
+    while !want.is_empty() {
+        let m = p.recv().await.expect("the routes downstream");
         if let Ok(Message::Update(u)) = decode(&m, &params) {
-            if u.announced().any(|n| n.prefix == want) {
-                return;
+            for n in u.announced() {
+                want.retain(|w| *w != n.prefix);
             }
         }
     }
+}
+
+async fn wait_for(p: &mut RawPeer, i: u8) {
+    wait_for_all(p, &[i]).await;
 }
 
 /// A neighbor's address that connects and sends nothing, and one that sends 20 octets of
@@ -120,8 +114,7 @@ async fn silent_and_half_open_connections_hold_up_nobody() {
     );
     s.send(&route(2, silent.1)).await;
     h.send(&route(3, half.1)).await;
-    wait_for(&mut d, 2).await;
-    wait_for(&mut d, 3).await;
+    wait_for_all(&mut d, &[2, 3]).await;
     for i in 0..4 {
         let st = sessions.peers[i].status();
         assert_eq!(st.state, State::Established, "session {i}");

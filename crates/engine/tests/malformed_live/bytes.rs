@@ -37,30 +37,30 @@ pub fn origin(v: u8) -> Vec<u8> {
     attr(0x40, 1, &[v])
 }
 
-/// AS_PATH segments of 4-octet ASes, `(type, ASes)`; extended length when long.
-pub fn as_path4(segments: &[(u8, Vec<u32>)]) -> Vec<u8> {
+/// AS_PATH segments `(type, ASes)`, each AS in `N` octets; extended length when long.
+fn as_path_of<T: Copy, const N: usize>(
+    segments: &[(u8, Vec<T>)],
+    octets: fn(T) -> [u8; N],
+) -> Vec<u8> {
     let mut v = Vec::new();
     for (kind, asns) in segments {
         v.push(*kind);
         v.push(asns.len() as u8);
         for a in asns {
-            v.extend_from_slice(&a.to_be_bytes());
+            v.extend_from_slice(&octets(*a));
         }
     }
     attr(if v.len() > 255 { 0x50 } else { 0x40 }, 2, &v)
 }
 
+/// AS_PATH segments of 4-octet ASes.
+pub fn as_path4(segments: &[(u8, Vec<u32>)]) -> Vec<u8> {
+    as_path_of(segments, u32::to_be_bytes)
+}
+
 /// AS_PATH segments of 2-octet ASes.
 pub fn as_path2(segments: &[(u8, Vec<u16>)]) -> Vec<u8> {
-    let mut v = Vec::new();
-    for (kind, asns) in segments {
-        v.push(*kind);
-        v.push(asns.len() as u8);
-        for a in asns {
-            v.extend_from_slice(&a.to_be_bytes());
-        }
-    }
-    attr(0x40, 2, &v)
+    as_path_of(segments, u16::to_be_bytes)
 }
 
 /// One AS_SEQUENCE of these ASes, split into segments of 255 as RFC 4271 requires.
