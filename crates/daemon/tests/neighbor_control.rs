@@ -148,3 +148,42 @@ fn disable_and_enable_neighbors_at_run_time_and_in_the_file() {
         assert!(!ok && !text.is_empty(), "{bad:?}: {text}");
     }
 }
+
+/// A neighbor with `tcp-ao` (RFC 5925). Where the kernel has TCP-AO, it runs with the key
+/// on its sockets and `show configuration` names the key but never shows it. Where the
+/// kernel has none, the daemon refuses to start with it, and a reload that adds it is
+/// refused with the reason while the daemon runs on: never an unsigned session.
+#[test]
+fn tcp_ao_neighbor_runs_or_is_refused_with_the_reason() {
+    let dir = tempdir("tcp-ao");
+    let port_r = free_port("127.0.0.40");
+    let sock = socket(&dir);
+    let ao = "tcp-ao = { key-id = 9, algorithm = \"aes-128-cmac-96\", key = \"ao-s3cret\" }";
+    let with_ao = ribshard_config(port_r, "127.0.0.41", 65041, 179, ao, true);
+    let without = ribshard_config(port_r, "127.0.0.41", 65041, 179, "", true);
+    let why =
+        "neighbor 127.0.0.41 (AS65041): tcp-ao: TCP-AO (RFC 5925) is not available in this kernel";
+    if ribshard_engine::socket::tcp_ao_supported() {
+        let (_rs, _) = ribshard(&dir, &with_ao);
+        let (text, ok) = cli(&sock, &["--json", "show", "configuration"]);
+        assert!(ok, "{text}");
+        let running: RunningConfig = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            running.neighbor[0].tcp_ao.as_deref(),
+            Some("key-id 9 receive-id 9 aes-128-cmac-96")
+        );
+        assert!(!text.contains("ao-s3cret"));
+        return;
+    }
+    let (mut rs, _) = ribshard(&dir, &with_ao);
+    let status = rs.0.wait().unwrap();
+    assert!(!status.success());
+    assert!(log_of(&dir).contains(why), "{}", log_of(&dir));
+    // Running without it, a reload that adds it is refused and changes nothing.
+    let (_rs, _) = ribshard(&dir, &without);
+    std::fs::write(dir.join("ribshard.toml"), with_socket(&dir, &with_ao)).unwrap();
+    let (text, ok) = cli(&sock, &["configure", "reload"]);
+    assert!(!ok && text.contains(why), "{text}");
+    let (text, ok) = cli(&sock, &["show", "bgp", "summary"]);
+    assert!(ok, "{text}");
+}

@@ -26,6 +26,8 @@ pub struct PeerSettings {
     /// the neighbor is refused.
     pub disabled: bool,
     pub authentication_key: Option<String>,
+    /// TCP-AO (RFC 5925) instead of MD5: never both on one connection.
+    pub tcp_ao: Option<crate::socket::TcpAoKey>,
     pub ttl_security: Option<u8>,
     pub multihop: bool,
     pub families: Vec<Family>,

@@ -44,6 +44,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         passive: true,
         disabled: false,
         authentication_key: None,
+        tcp_ao: None,
         ttl_security: None,
         multihop: true,
         families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
@@ -540,6 +541,72 @@ async fn md5_key_mismatch_gives_no_session() {
         !up(&sa, 5).await,
         "a session came up with different MD5 keys"
     );
+}
+
+/// TCP-AO (RFC 5925), judged on the kernel the test runs on. Where the kernel has it, the
+/// same Master Key Tuple on both sides is needed and enough, as with MD5. Where it does
+/// not (CONFIG_TCP_AO off), a neighbor configured with it is refused with an error that
+/// names the neighbor and the reason, typed at the socket, rather than run unsigned.
+#[tokio::test]
+async fn tcp_ao_signs_the_session_or_is_refused_with_a_clear_error() {
+    use ribshard_engine::socket::{self, AoAlgorithm, TcpAoKey, TcpAoUnsupported};
+    let key = |secret: &str| TcpAoKey {
+        send_id: 7,
+        receive_id: 7,
+        algorithm: AoAlgorithm::AesCmac128_96,
+        secret: secret.as_bytes().to_vec(),
+    };
+    if socket::tcp_ao_supported() {
+        let [(sa, _ra), (sb, _rb)] = pair(
+            IpAddr::from([127, 0, 0, 41]),
+            IpAddr::from([127, 0, 0, 42]),
+            65041,
+            |a, b| {
+                a.tcp_ao = Some(key("shared"));
+                b.tcp_ao = Some(key("shared"));
+            },
+        )
+        .await;
+        for s in [&sa, &sb] {
+            assert!(up(s, 15).await, "{:?}", s.peers[0].status());
+        }
+        let [(sa, _ra), (_sb, _rb)] = pair(
+            IpAddr::from([127, 0, 0, 43]),
+            IpAddr::from([127, 0, 0, 44]),
+            65043,
+            |a, b| {
+                a.tcp_ao = Some(key("one"));
+                b.tcp_ao = Some(key("two"));
+            },
+        )
+        .await;
+        assert!(
+            !up(&sa, 5).await,
+            "a session came up with different TCP-AO keys"
+        );
+    } else {
+        let socket = tokio::net::TcpSocket::new_v4().unwrap();
+        let e = socket::set_ao(&socket, IpAddr::from([127, 0, 0, 41]), &key("k"), true)
+            .expect_err("the kernel has no TCP-AO");
+        assert_eq!(e.kind(), std::io::ErrorKind::Unsupported);
+        assert!(e
+            .get_ref()
+            .is_some_and(|i| i.downcast_ref::<TcpAoUnsupported>().is_some()));
+        let mut a = settings(IpAddr::from([127, 0, 0, 41]), port(), 65041);
+        a.tcp_ao = Some(key("shared"));
+        let (tx, _rx) = mpsc::channel(16);
+        let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
+        let refused = Sessions::start(vec![a], &[listen], tx)
+            .await
+            .err()
+            .expect("a TCP-AO neighbor refused where the kernel has none");
+        let text = refused.to_string();
+        assert!(
+            text.starts_with("neighbor 127.0.0.41 (AS65041): tcp-ao: TCP-AO (RFC 5925) is not available in this kernel (Linux ")
+                && text.contains("CONFIG_TCP_AO"),
+            "{text}"
+        );
+    }
 }
 
 /// A neighbor that restarts gracefully (RFC 4724) keeps its routes when its connection

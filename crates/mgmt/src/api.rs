@@ -502,6 +502,9 @@ pub struct RunningNeighbor {
     pub disable: bool,
     /// `(hidden)` when one is set: the key itself is never shown.
     pub authentication_key: Option<String>,
+    /// TCP-AO as `key-id N receive-id M ALGORITHM`; the key itself is never shown.
+    #[serde(default)]
+    pub tcp_ao: Option<String>,
     pub ttl_security: Option<u8>,
     pub multihop: bool,
     pub import: Vec<String>,

@@ -492,7 +492,10 @@ impl Backend for Api {
             if members.iter().any(|(_, s)| s.multihop) {
                 options.push("multihop".into());
             }
-            if members.iter().any(|(_, s)| s.authentication_key.is_some()) {
+            if members
+                .iter()
+                .any(|(_, s)| s.authentication_key.is_some() || s.tcp_ao.is_some())
+            {
                 options.push("authentication".into());
             }
             if members

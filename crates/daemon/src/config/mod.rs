@@ -64,6 +64,8 @@ pub enum WarningKind {
     Policy(ribshard_policy::PolicyWarning),
     #[error("no neighbors are configured: the daemon runs and waits for a reload that adds some")]
     NoNeighbors,
+    #[error("this host's kernel has no TCP-AO (it needs Linux 6.7 or later built with CONFIG_TCP_AO): the daemon will not start this neighbor")]
+    TcpAoUnsupported,
 }
 
 /// One finding about the configuration, located: an [`Error`] or a [`Warning`].

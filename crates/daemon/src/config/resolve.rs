@@ -3,6 +3,7 @@
 
 use super::schema::{self, Raw};
 use super::{ErrorKind, Locator, WarningKind};
+use ribshard_engine::socket::{AoAlgorithm, TcpAoKey};
 use ribshard_policy::Policies;
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
@@ -51,6 +52,7 @@ pub struct Peer {
     pub passive: bool,
     pub disable: bool,
     pub authentication_key: Option<String>,
+    pub tcp_ao: Option<ribshard_engine::socket::TcpAoKey>,
     pub ttl_security: Option<u8>,
     pub multihop: bool,
     pub description: Option<String>,
@@ -242,6 +244,48 @@ fn role(name: &str) -> Option<u8> {
     })
 }
 
+/// Checks a `tcp-ao` table where it is written.
+fn check_tcp_ao(errs: &mut Errs, at: &str, ao: &super::schema::RawTcpAo) {
+    if ao.key_id.is_none() {
+        errs.push((format!("{at}.key-id"), ErrorKind::Missing));
+    }
+    match &ao.key {
+        None => errs.push((format!("{at}.key"), ErrorKind::Missing)),
+        Some(k) if k.is_empty() || k.len() > MAX_MD5_KEY => invalid(
+            errs,
+            format!("{at}.key"),
+            format!("a key of {} octets", k.len()),
+            "must be 1 to 80 octets (TCP_AO_MAXKEYLEN)",
+        ),
+        Some(_) => {}
+    }
+    if let Some(a) = &ao.algorithm {
+        if AoAlgorithm::from_name(a).is_none() {
+            invalid(
+                errs,
+                format!("{at}.algorithm"),
+                format!("{a:?}"),
+                "is not a TCP-AO algorithm: \"hmac-sha-1-96\" or \"aes-128-cmac-96\" (RFC 5926)",
+            );
+        }
+    }
+}
+
+/// The key a checked `tcp-ao` table describes; `None` if its errors were reported.
+fn tcp_ao_key(ao: &super::schema::RawTcpAo) -> Option<TcpAoKey> {
+    let key_id = ao.key_id?;
+    let algorithm = match &ao.algorithm {
+        Some(a) => AoAlgorithm::from_name(a)?,
+        None => AoAlgorithm::HmacSha1_96,
+    };
+    Some(TcpAoKey {
+        send_id: key_id,
+        receive_id: ao.receive_id.unwrap_or(key_id),
+        algorithm,
+        secret: ao.key.clone()?.into_bytes(),
+    })
+}
+
 /// Checks the settings common to `[bgp]`, groups and neighbors where they are written.
 macro_rules! check_common {
     ($errs:expr, $at:expr, $s:expr, $policies:expr) => {{
@@ -279,6 +323,9 @@ macro_rules! check_common {
                     "must be 1 to 80 octets (TCP_MD5SIG)",
                 );
             }
+        }
+        if let Some(ao) = &s.tcp_ao {
+            check_tcp_ao($errs, &format!("{at}.tcp-ao"), ao);
         }
         if s.ttl_security == Some(0) {
             invalid(
@@ -955,6 +1002,17 @@ fn resolve_into(
                     );
                 }
             }
+            if pick!(authentication_key).is_some() && pick!(tcp_ao).is_some() {
+                invalid(
+                    &mut errs,
+                    format!("{nk}.tcp-ao"),
+                    "with authentication-key",
+                    "cannot be: a connection is signed with TCP-AO or with TCP MD5, not both",
+                );
+            }
+            if pick!(tcp_ao).is_some() && !ribshard_engine::socket::tcp_ao_supported() {
+                warns.push((format!("{nk}.tcp-ao"), WarningKind::TcpAoUnsupported));
+            }
             let hold_time = pick!(hold_time).unwrap_or(90);
             let families = pick!(family)
                 .map(|v| v.iter().filter_map(|f| family(f)).collect())
@@ -976,6 +1034,7 @@ fn resolve_into(
                 passive: pick!(passive).unwrap_or(false),
                 disable: pick!(disable).unwrap_or(false),
                 authentication_key: pick!(authentication_key),
+                tcp_ao: pick!(tcp_ao).as_ref().and_then(tcp_ao_key),
                 ttl_security: pick!(ttl_security),
                 multihop: pick!(multihop).unwrap_or(false),
                 description: pick!(description),

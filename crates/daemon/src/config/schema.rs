@@ -38,6 +38,8 @@ macro_rules! with_peer_settings {
             pub disable: Option<bool>,
             /// TCP MD5 signature key (RFC 2385).
             pub authentication_key: Option<String>,
+            /// TCP Authentication Option (RFC 5925) instead of MD5.
+            pub tcp_ao: Option<RawTcpAo>,
             /// GTSM (RFC 5082): accept only packets from at most this many hops away.
             pub ttl_security: Option<u8>,
             /// eBGP to a neighbor that is not directly connected.
@@ -250,6 +252,22 @@ with_peer_settings! {
     pub struct Neighbor {
         address: Option<IpAddr>,
     }
+}
+
+/// `tcp-ao = { key-id = 1, algorithm = "hmac-sha-1-96", key = "..." }`: one Master Key
+/// Tuple (RFC 5925 section 3.1).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawTcpAo {
+    /// The KeyID sent (SendID), and expected from the neighbor unless `receive-id` says
+    /// otherwise: 0 to 255.
+    pub key_id: Option<u8>,
+    /// The KeyID expected from the neighbor (RecvID), if not `key-id`.
+    pub receive_id: Option<u8>,
+    /// "hmac-sha-1-96" or "aes-128-cmac-96" (RFC 5926). Default "hmac-sha-1-96".
+    pub algorithm: Option<String>,
+    /// The master key: 1 to 80 octets.
+    pub key: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]

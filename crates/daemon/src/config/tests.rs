@@ -418,3 +418,56 @@ fn memory_limit_takes_a_size_with_its_unit() {
         );
     }
 }
+
+#[test]
+fn tcp_ao() {
+    use ribshard_engine::socket::{AoAlgorithm, TcpAoKey};
+    let group = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n";
+    let c = load_str(&format!(
+        "{HEAD}{group}tcp-ao = {{ key-id = 3, key = \"group-secret\" }}\n\
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.3\"\n\
+         tcp-ao = {{ key-id = 5, receive-id = 6, algorithm = \"aes-128-cmac-96\", key = \"own\" }}\n"
+    ))
+    .unwrap();
+    assert_eq!(
+        c.peers[0].tcp_ao,
+        Some(TcpAoKey {
+            send_id: 3,
+            receive_id: 3,
+            algorithm: AoAlgorithm::HmacSha1_96,
+            secret: b"group-secret".to_vec(),
+        })
+    );
+    assert_eq!(
+        c.peers[1].tcp_ao,
+        Some(TcpAoKey {
+            send_id: 5,
+            receive_id: 6,
+            algorithm: AoAlgorithm::AesCmac128_96,
+            secret: b"own".to_vec(),
+        })
+    );
+    // Each mistake at its key and line.
+    let e = errors(&format!(
+        "{HEAD}{group}[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         tcp-ao = {{ algorithm = \"md5\", key = \"{}\" }}\n\
+         [[bgp.group.neighbor]]\naddress = \"198.51.100.3\"\nauthentication-key = \"m\"\n\
+         tcp-ao = {{ key-id = 1, key = \"a\" }}\n",
+        "k".repeat(81)
+    ));
+    let found: Vec<(Option<usize>, &str)> = e.iter().map(|(l, k, _)| (*l, k.as_str())).collect();
+    assert_eq!(
+        found,
+        [
+            (Some(10), "bgp.group[0].neighbor[0].tcp-ao.key-id"),
+            (Some(10), "bgp.group[0].neighbor[0].tcp-ao.key"),
+            (Some(10), "bgp.group[0].neighbor[0].tcp-ao.algorithm"),
+            (Some(14), "bgp.group[0].neighbor[1].tcp-ao"),
+        ],
+        "{e:?}"
+    );
+    assert!(matches!(&e[1].2, ErrorKind::Invalid { why, .. } if why.contains("1 to 80 octets")));
+    assert!(matches!(&e[2].2, ErrorKind::Invalid { why, .. } if why.contains("aes-128-cmac-96")));
+    assert!(matches!(&e[3].2, ErrorKind::Invalid { why, .. } if why.contains("not both")));
+}

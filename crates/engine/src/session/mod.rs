@@ -122,6 +122,10 @@ pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static
         "authentication-key (TCP MD5 on the connection)",
     );
     differ(
+        was.tcp_ao != now.tcp_ao,
+        "tcp-ao (TCP-AO on the connection)",
+    );
+    differ(
         was.ttl_security != now.ttl_security || was.multihop != now.multihop,
         "ttl-security or multihop (the connection's TTL)",
     );
@@ -383,6 +387,15 @@ impl Sessions {
         s: PeerSettings,
         previous: Option<usize>,
     ) -> io::Result<usize> {
+        // Where the kernel has no TCP-AO the session would run unauthenticated, or not
+        // at all if it has no listener: refuse it here, whatever it listens on.
+        if s.tcp_ao.is_some() && !socket::tcp_ao_supported() {
+            let e = socket::tcp_ao_unsupported();
+            return Err(io::Error::new(
+                e.kind(),
+                format!("neighbor {}: tcp-ao: {e}", s.name()),
+            ));
+        }
         for (addr, l) in &self.sockets {
             if addr.is_ipv4() != s.address.is_ipv4() {
                 continue;
@@ -395,6 +408,10 @@ impl Sessions {
             // TCP MD5: the key of each neighbor goes on every listener of its family.
             if let Some(k) = &s.authentication_key {
                 socket::set_md5(&**l, s.address, Some(k.as_bytes()))?;
+            }
+            // TCP-AO likewise (RFC 5925 section 7.2: keys are per neighbor address).
+            if let Some(k) = &s.tcp_ao {
+                socket::set_ao(&**l, s.address, k, false)?;
             }
         }
         let i = self.peers.len();
@@ -491,6 +508,15 @@ impl Sessions {
                 if addr.is_ipv4() == address.is_ipv4() {
                     if let Err(e) = socket::set_md5(&**l, address, None) {
                         warn!(neighbor = %h.settings.name(), "cannot remove the MD5 key from a listener: {e}");
+                    }
+                }
+            }
+        }
+        if let Some(k) = &h.settings.tcp_ao {
+            for (addr, l) in &self.sockets {
+                if addr.is_ipv4() == address.is_ipv4() {
+                    if let Err(e) = socket::remove_ao(&**l, address, k) {
+                        warn!(neighbor = %h.settings.name(), "cannot remove the TCP-AO key from a listener: {e}");
                     }
                 }
             }

@@ -832,6 +832,7 @@ impl Session {
         let peer = SocketAddr::new(self.s.address, self.s.port);
         let local = self.s.local_address;
         let key = self.s.authentication_key.clone();
+        let tcp_ao = self.s.tcp_ao.clone();
         let ttl_security = self.s.ttl_security;
         let external_single_hop = !self.s.internal && !self.s.multihop;
         let timeout = Duration::from_secs(u64::from(self.s.connect_retry_time.max(1)));
@@ -839,6 +840,7 @@ impl Session {
             let o = ConnectOptions {
                 local,
                 md5_key: key.as_deref().map(str::as_bytes),
+                tcp_ao: tcp_ao.as_ref(),
                 ttl_security,
                 external_single_hop,
             };

@@ -39,6 +39,7 @@ pub fn ebgp_peer(
         passive: true,
         disabled: false,
         authentication_key: None,
+        tcp_ao: None,
         ttl_security: None,
         multihop: true,
         families: vec![Family::Ipv4Unicast, Family::Ipv6Unicast],
