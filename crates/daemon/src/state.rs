@@ -53,6 +53,8 @@ pub struct Daemon {
     pub samples: Mutex<Samples>,
     /// Route-change watchers (`monitor route`), fed by the change stream.
     pub watch: Arc<crate::watch::RouteWatch>,
+    /// The pipeline's accounting, read once for the management requests that come together.
+    pub stats: crate::backend::stats::SharedReads<crate::backend::Pipeline>,
 }
 
 /// What the sampler gathers every second.
@@ -79,6 +81,7 @@ impl Daemon {
             live: tokio::sync::RwLock::new(live),
             config_file,
             watch,
+            stats: Default::default(),
             started: SystemTime::now(),
             samples: Mutex::new(Samples {
                 cpu: CpuHistory::default(),

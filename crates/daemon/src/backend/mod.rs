@@ -7,6 +7,7 @@ mod mrt;
 pub(crate) mod route_filter;
 mod routes;
 pub use routes::check_request as check_route_request;
+pub(crate) mod stats;
 mod text;
 mod watch;
 
@@ -34,18 +35,24 @@ pub struct Api {
 
 const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
 
-/// What the pipeline's threads report, asked once per request.
-struct Pipeline {
+/// What the pipeline's threads report, asked once for the requests that come together
+/// ([`stats::SharedReads`]).
+pub struct Pipeline {
     shards: Vec<ShardStats>,
     updates: Vec<UpdateThreadStats>,
 }
 
 impl Pipeline {
-    async fn read(d: &Daemon) -> Pipeline {
-        Pipeline {
-            shards: d.pipeline.shard_stats().await,
-            updates: d.pipeline.update_stats().await,
-        }
+    /// A reading shared with the requests that come with this one ([`stats::StatsReads`]).
+    async fn read(d: &Daemon) -> Arc<Pipeline> {
+        d.stats
+            .read(|| async {
+                Pipeline {
+                    shards: d.pipeline.shard_stats().await,
+                    updates: d.pipeline.update_stats().await,
+                }
+            })
+            .await
     }
 
     /// A neighbor's prefix counts per table.
@@ -576,7 +583,8 @@ impl Backend for Api {
     }
 
     async fn route_summary(&self) -> RouteSummary {
-        let stats = self.daemon.pipeline.shard_stats().await;
+        let p = Pipeline::read(&self.daemon).await;
+        let stats = &p.shards;
         let live = self.daemon.live.read().await;
         let tables = FAMILIES
             .iter()
