@@ -144,6 +144,8 @@ pub struct Dut {
     /// The configuration it was started with.
     pub config: PathBuf,
     threads: Threads,
+    /// When it was started.
+    pub started: std::time::Instant,
 }
 
 fn write(path: &Path, text: &str) -> Result<(), DutError> {
@@ -318,6 +320,7 @@ impl Dut {
             dir: dir.to_path_buf(),
             config,
             threads,
+            started: std::time::Instant::now(),
         })
     }
 

@@ -14,6 +14,7 @@
 pub mod chart;
 pub mod dut;
 pub mod kernel;
+pub mod overload;
 pub mod policy;
 pub mod relay;
 pub mod report;

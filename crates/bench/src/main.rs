@@ -86,6 +86,12 @@ enum Command {
         /// makes one). ribshard and bird2.
         #[arg(long)]
         fib: bool,
+        /// Beside the timed routes: a downstream that never reads, a neighbor with a 3 s
+        /// hold time, one that connects and sends nothing, one that stops half-way through
+        /// its OPEN, and 100 management clients asking without pause (ribshard's API, BIRD's
+        /// control socket). full-table and two-full-tables.
+        #[arg(long)]
+        overload: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -176,6 +182,7 @@ fn main() -> ExitCode {
             policy,
             policy_change,
             fib,
+            overload,
         } => {
             let opts = Options {
                 scenario,
@@ -199,6 +206,7 @@ fn main() -> ExitCode {
                 policy,
                 policy_change,
                 fib,
+                overload,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

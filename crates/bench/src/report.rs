@@ -149,6 +149,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         fib_s: None,
         fib_routes: None,
         fib_lost: false,
+        overload: None,
     }
 }
 
@@ -263,6 +264,7 @@ pub fn run_matrix<E>(
                 policy: false,
                 policy_change: false,
                 fib: false,
+                overload: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

@@ -140,6 +140,8 @@ pub struct Options {
     pub policy_change: bool,
     /// The DUT writes the kernel's main table; the clock runs until it is complete.
     pub fib: bool,
+    /// Overload beside the timed routes ([`crate::overload`]).
+    pub overload: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +165,8 @@ pub enum BenchError {
     NoPolicy(String),
     #[error("--fib runs with ribshard and bird2, not {0}")]
     NoFib(&'static str),
+    #[error(transparent)]
+    Overload(#[from] crate::overload::OverloadError),
     #[error("--fib: cannot listen to the kernel's route notifications: {0}")]
     Kernel(std::io::Error),
     #[error("--fib: cannot remove the routes an earlier run left in the table: {0}")]
@@ -250,6 +254,9 @@ pub struct RunResult {
     pub fib_lost: bool,
     #[serde(default)]
     pub receivers: Vec<Received>,
+    /// `--overload`: what the overload came to.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub overload: Option<crate::overload::OverloadResult>,
 }
 
 /// A reload changing the import policy of every upstream ([`crate::policy::Filter::CHANGED`]),
@@ -441,7 +448,8 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
 fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64), BenchError> {
     let sc = opts.scenario;
     let n = plan.topo.neighbors.len();
-    let all: Vec<usize> = (0..n).collect();
+    // The overload's neighbors are brought up apart, in their own ways.
+    let all: Vec<usize> = (0..n).filter(|i| !plan.overload.contains(i)).collect();
     let senders: Vec<usize> = all
         .iter()
         .copied()
@@ -474,7 +482,27 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         Vec::new()
     };
     establish_all(plan, &all, &mut sessions, record, &relays)?;
-    tracing::info!("{} sessions up", n);
+    tracing::info!("{} sessions up", all.len());
+    let overload = if plan.overload.is_empty() {
+        None
+    } else {
+        let extra = plan
+            .topo
+            .neighbors
+            .get(plan.overload.clone())
+            .unwrap_or_default();
+        let o = crate::overload::Overload::start(dut, plan.topo.port, extra)?;
+        // ribshard waits up to its update-delay's establish-wait (5 s after start) for
+        // neighbors that are not up yet, such as the stalled two: a wait by design, which
+        // the timed phase starts after, so that the overload alone is measured.
+        let wait = Duration::from_secs(6).saturating_sub(dut.started.elapsed());
+        tracing::info!(
+            "overload under way; the clock starts in {:.1} s",
+            wait.as_secs_f64()
+        );
+        std::thread::sleep(wait);
+        Some(o)
+    };
     std::thread::sleep(Duration::from_millis(500));
     let base_rss = dut.memory().0;
     let quiet = Duration::from_millis(if opts.quick { 1500 } else { 3000 });
@@ -536,16 +564,18 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         _ => None,
     };
     perf_control("disable");
+    // The phase's CPU, before the loads are stopped (a request under way finishes first).
+    let (mut cpu, mut gen) = (
+        dut.cpu_seconds() - cpu0,
+        crate::dut::own_cpu_seconds() - gen0,
+    );
+    let overload = overload.map(crate::overload::Overload::stop);
     let show_loops = load.map(crate::show::Load::stop);
     let idle_watch_dropped = idle.map(|w| {
         drop(w);
         std::fs::read_to_string(dut.dir.join("dut.log"))
             .is_ok_and(|l| l.contains("route watch dropped"))
     });
-    let (mut cpu, mut gen) = (
-        dut.cpu_seconds() - cpu0,
-        crate::dut::own_cpu_seconds() - gen0,
-    );
     let relay_cpu_s = opts.through_bird.then(|| relay_cpu() - relay0);
     tracing::info!(
         "learned in {:.2} s (converged: {})",
@@ -781,6 +811,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         fib_s: fib.map(|f| f.0),
         fib_routes: fib.map(|f| f.1),
         fib_lost: kernel.as_ref().is_some_and(|k| k.lost()),
+        overload,
     };
     Ok((r, base_rss))
 }

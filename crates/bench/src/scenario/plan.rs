@@ -24,6 +24,8 @@ pub(super) struct Plan {
     pub(super) routes: usize,
     pub(super) data: &'static str,
     pub(super) trace: Option<Trace>,
+    /// `--overload`: the indices of its neighbors ([`crate::overload::neighbors`]).
+    pub(super) overload: std::ops::Range<usize>,
 }
 
 fn addr(net: u8, i: usize) -> Ipv4Addr {
@@ -105,6 +107,9 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             }
             (Role::Transit, data)
         }
+        _ if opts.overload => {
+            return Err(crate::overload::OverloadError::Scenario(opts.scenario.name()).into())
+        }
         Scenario::Rr | Scenario::ClearAll | Scenario::Flap => {
             let k = s.sources.unwrap_or(q(3, 10)).max(1);
             let d = s.clients.unwrap_or(q(6, 100)).max(1);
@@ -168,6 +173,16 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             (Role::RouteServer, "synthesized")
         }
     };
+    let overload = if opts.overload {
+        let at = neighbors.len();
+        for n in crate::overload::neighbors() {
+            neighbors.push(n);
+            feeds.push(None);
+        }
+        at..neighbors.len()
+    } else {
+        0..0
+    };
     let index = Arc::new(Index::new(
         feeds
             .iter()
@@ -187,7 +202,8 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             .iter()
             .enumerate()
             .map(|(i, n)| {
-                if !n.receives || (role == Role::Reflector && n.sends) {
+                // The overload's never-reading downstream is never checked.
+                if !n.receives || (role == Role::Reflector && n.sends) || overload.contains(&i) {
                     return None;
                 }
                 let mut b = Bits::new(index.len());
@@ -256,5 +272,6 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
         routes,
         data,
         trace,
+        overload,
     })
 }
