@@ -116,8 +116,10 @@ fn route_walks_are_sorted_chunked_and_survive_a_reshard() {
     p.stop();
 }
 
-/// A walk goes on while routing never stops: a shard kept busy answers a walk's question
-/// at least every 100 ms, so `show route` during a long convergence still finishes.
+/// Walks go on while routing never stops: a shard kept busy answers a question that
+/// continues a walk's selection at least every 100 ms, and one that needs a scan of the
+/// table at least every second, so `show route` during a long convergence still finishes,
+/// several at once too.
 #[test]
 fn route_walks_finish_while_routing_keeps_shards_busy() {
     use ribshard_engine::pipeline::{RouteQuery, Selection};
@@ -163,32 +165,45 @@ fn route_walks_finish_while_routing_keeps_shards_busy() {
     };
     // Long enough for the shards to count themselves loaded.
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .build()
-        .unwrap();
-    let mut walk = p.walk_routes(
-        RouteQuery {
-            select: Selection::Table(Family::Ipv4Unicast, Within::All),
-            after: None,
-            max_paths: 200,
-            filter: PathFilter::default(),
-            advertised: None,
-            render: None,
-            matcher: None,
-        },
-        None,
-    );
-    let mut got = Vec::new();
-    while let Some(routes) = rt.block_on(walk.next()) {
-        got.extend(routes.into_iter().map(|r| r.view.prefix));
-    }
+    // Four walks at once: each needs a scan of the table of its own, which a loaded shard
+    // makes at most once a second; every one still finishes.
+    let walks: Vec<_> = (0..4)
+        .map(|_| {
+            let p = p.clone();
+            std::thread::spawn(move || {
+                let rt = tokio::runtime::Builder::new_current_thread()
+                    .build()
+                    .unwrap();
+                let mut walk = p.walk_routes(
+                    RouteQuery {
+                        select: Selection::Table(Family::Ipv4Unicast, Within::All),
+                        after: None,
+                        max_paths: 200,
+                        filter: PathFilter::default(),
+                        advertised: None,
+                        render: None,
+                        matcher: None,
+                    },
+                    None,
+                );
+                let mut got = Vec::new();
+                while let Some(routes) = rt.block_on(walk.next()) {
+                    got.extend(routes.into_iter().map(|r| r.view.prefix));
+                }
+                got
+            })
+        })
+        .collect();
+    let walked: Vec<Vec<Prefix>> = walks.into_iter().map(|w| w.join().unwrap()).collect();
     done.store(true, Ordering::Relaxed);
     let rounds = churn.join().unwrap();
     assert!(rounds > 1, "routing kept busy: {rounds} rounds");
-    got.retain(|pf| held.contains(pf));
     let mut want = held.clone();
     want.sort();
-    assert_eq!(got, want);
+    for mut got in walked {
+        got.retain(|pf| held.contains(pf));
+        assert_eq!(got, want);
+    }
     p.stop();
 }
 

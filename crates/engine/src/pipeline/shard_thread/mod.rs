@@ -172,6 +172,8 @@ pub(super) struct ShardWorker {
     /// by more than a chunk now and then, and still make progress under sustained churn.
     deferred: VecDeque<(RouteQuery, tokio::sync::oneshot::Sender<RouteChunk>)>,
     last_answer: Instant,
+    /// When a walk question last cost a scan of the table ([`query::SCAN_WAIT`]).
+    last_scan: Instant,
     /// How busy routing kept the shard: wall time spent on messages in the window since
     /// `load_window`, and whether the last window was mostly routing ([`LOADED_SHARE`]).
     /// A shard waiting for its next batch while converging leaves its core to the update
@@ -267,6 +269,7 @@ impl ShardWorker {
             selected: None,
             deferred: VecDeque::new(),
             last_answer: Instant::now(),
+            last_scan: Instant::now(),
             load_window: Instant::now(),
             load_routing: std::time::Duration::ZERO,
             loaded: false,

@@ -12,6 +12,12 @@ use std::time::Instant;
 /// How many chunks one scan of a family selects for a walk.
 const SELECT_AHEAD: usize = 32;
 
+/// While routing keeps the shard loaded, a walk question that needs a new scan of the table
+/// (it does not continue the kept selection: many walks at once take turns with it) is
+/// answered at most once this long. A scan costs as much as routing thousands of prefixes;
+/// a chunk of the kept selection costs a chunk's rendering, and waits [`QUERY_WAIT`].
+pub(super) const SCAN_WAIT: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// The rest of a walk's last selection: prefixes after `after`, in order, with where they
 /// were. Kept between questions, and used only by the walk that continues from `after`; a
 /// prefix added meanwhile may be missed, as by any walk of a live table.
@@ -59,9 +65,15 @@ impl ShardWorker {
         }
     }
 
-    /// Answers the oldest walk question waiting.
+    /// Answers a walk question waiting: the first that continues the kept selection (it
+    /// costs no scan), else the oldest.
     pub(super) fn answer_deferred(&mut self) {
-        let Some((q, reply)) = self.deferred.pop_front() else {
+        let i = self
+            .deferred
+            .iter()
+            .position(|(q, _)| self.continues(q))
+            .unwrap_or(0);
+        let Some((q, reply)) = self.deferred.remove(i) else {
             return;
         };
         // Shown as decided: what the update groups were told.
@@ -70,9 +82,24 @@ impl ShardWorker {
         self.last_answer = Instant::now();
     }
 
-    /// A walk question waits no longer than this while routing keeps the shard busy.
+    /// A walk question waits no longer than [`QUERY_WAIT`] while routing keeps the shard
+    /// busy, or [`SCAN_WAIT`] if it needs a scan of the table.
     pub(super) fn overdue(&self) -> bool {
-        !self.deferred.is_empty() && self.last_answer.elapsed() >= QUERY_WAIT
+        !self.deferred.is_empty()
+            && self.last_answer.elapsed() >= QUERY_WAIT
+            && (self.last_scan.elapsed() >= SCAN_WAIT
+                || self.deferred.iter().any(|(q, _)| self.continues(q)))
+    }
+
+    /// The question continues the kept selection: answering it costs no scan.
+    fn continues(&self, q: &RouteQuery) -> bool {
+        match q.select {
+            Selection::Table(family, within) => self
+                .selected
+                .as_ref()
+                .is_some_and(|c| c.family == family && c.within == within && c.after == q.after),
+            Selection::Exact(_) | Selection::Longest(_) => true,
+        }
     }
 
     /// One chunk of a walk of routes.
@@ -143,6 +170,7 @@ impl ShardWorker {
         let mut c = match cached {
             Some(c) => c,
             None => {
+                self.last_scan = Instant::now();
                 let ahead = limit.saturating_mul(SELECT_AHEAD);
                 let list = self.shard.select(family, after.as_ref(), within, ahead);
                 Selected {
