@@ -213,7 +213,7 @@ fn host_prefix(peer: IpAddr) -> u8 {
 }
 
 /// Adds the TCP-AO key for `peer` to this socket. On a socket about to connect it becomes
-/// the current key at once (RFC 5925 section 7.5.2); on a listener it applies to
+/// the current key at once; on a listener it applies to
 /// connections from `peer`, and SYNs from `peer` without a valid MAC are dropped.
 pub fn set_ao(fd: &impl AsRawFd, peer: IpAddr, k: &TcpAoKey, current: bool) -> io::Result<()> {
     if k.secret.is_empty() || k.secret.len() > 80 {

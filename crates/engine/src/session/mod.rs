@@ -409,7 +409,8 @@ impl Sessions {
             if let Some(k) = &s.authentication_key {
                 socket::set_md5(&**l, s.address, Some(k.as_bytes()))?;
             }
-            // TCP-AO likewise (RFC 5925 section 7.2: keys are per neighbor address).
+            // TCP-AO likewise: a Master Key Tuple belongs to the neighbor's connections
+            // (RFC 5925 section 3.1).
             if let Some(k) = &s.tcp_ao {
                 socket::set_ao(&**l, s.address, k, false)?;
             }
@@ -482,12 +483,14 @@ impl Sessions {
     /// Ends the session of a neighbor that a configuration reload removed or changed: Cease
     /// with `subcode` (RFC 4486: Peer De-configured, or Other Configuration Change), its
     /// routes leave the pipeline, connections from its address are no longer taken for it,
-    /// and its MD5 key leaves the listeners unless another session of that address uses one.
+    /// and its MD5 or TCP-AO key leaves the listeners unless another session of that address
+    /// uses one.
     /// Waits up to `grace` for the session to be down.
     pub async fn remove(&mut self, i: usize, subcode: u8, grace: Duration) {
         let Some(h) = self.peers.get(i) else { return };
         let address = h.settings.address;
-        let others_keyed = {
+        // Whether another session of the address still uses an MD5 key, or this TCP-AO key.
+        let (others_md5, others_ao) = {
             let mut routes = self.routes.write().unwrap_or_else(|e| e.into_inner());
             if let Some(v) = routes.get_mut(&address) {
                 v.retain(|(j, _)| *j != i);
@@ -495,29 +498,29 @@ impl Sessions {
                     routes.remove(&address);
                 }
             }
-            routes.get(&address).is_some_and(|v| {
-                v.iter().any(|(j, _)| {
-                    self.peers
-                        .get(*j)
-                        .is_some_and(|p| p.settings.authentication_key.is_some())
-                })
-            })
+            let others: Vec<&PeerSettings> = routes
+                .get(&address)
+                .into_iter()
+                .flatten()
+                .filter_map(|(j, _)| self.peers.get(*j).map(|p| &p.settings))
+                .collect();
+            (
+                others.iter().any(|o| o.authentication_key.is_some()),
+                others.iter().any(|o| o.tcp_ao == h.settings.tcp_ao),
+            )
         };
-        if h.settings.authentication_key.is_some() && !others_keyed {
-            for (addr, l) in &self.sockets {
-                if addr.is_ipv4() == address.is_ipv4() {
-                    if let Err(e) = socket::set_md5(&**l, address, None) {
-                        warn!(neighbor = %h.settings.name(), "cannot remove the MD5 key from a listener: {e}");
-                    }
+        for (addr, l) in &self.sockets {
+            if addr.is_ipv4() != address.is_ipv4() {
+                continue;
+            }
+            if h.settings.authentication_key.is_some() && !others_md5 {
+                if let Err(e) = socket::set_md5(&**l, address, None) {
+                    warn!(neighbor = %h.settings.name(), "cannot remove the MD5 key from a listener: {e}");
                 }
             }
-        }
-        if let Some(k) = &h.settings.tcp_ao {
-            for (addr, l) in &self.sockets {
-                if addr.is_ipv4() == address.is_ipv4() {
-                    if let Err(e) = socket::remove_ao(&**l, address, k) {
-                        warn!(neighbor = %h.settings.name(), "cannot remove the TCP-AO key from a listener: {e}");
-                    }
+            if let Some(k) = h.settings.tcp_ao.as_ref().filter(|_| !others_ao) {
+                if let Err(e) = socket::remove_ao(&**l, address, k) {
+                    warn!(neighbor = %h.settings.name(), "cannot remove the TCP-AO key from a listener: {e}");
                 }
             }
         }
