@@ -43,7 +43,7 @@ pub struct Pipeline {
 }
 
 impl Pipeline {
-    /// A reading shared with the requests that come with this one ([`stats::StatsReads`]).
+    /// A reading shared with the requests that come with this one ([`stats::SharedReads`]).
     async fn read(d: &Daemon) -> Arc<Pipeline> {
         d.stats
             .read(|| async {
