@@ -6,11 +6,10 @@
 //! takes. The others' convergence is compared with runs without (`scripts/bench-overload`).
 
 use crate::dut::{Dut, DutKind, Neighbor, DUT_ADDR};
-use crate::speaker::{PeerSpec, Session, SessionError};
-use ribshard_wire::open::Capability;
-use ribshard_wire::{frame, keepalive, Family, Message, Open, UpdateBuilder};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{Ipv4Addr, SocketAddr, SocketAddrV4, TcpStream};
+use crate::speaker::{connect, handshake, open_message, PeerSpec, Session, SessionError};
+use ribshard_wire::{Family, UpdateBuilder};
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddrV4, TcpStream};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -71,89 +70,29 @@ pub enum OverloadError {
         from: Ipv4Addr,
         source: std::io::Error,
     },
-    #[error("--overload: {from}: the DUT answered its OPEN with {answer}")]
-    Handshake { from: Ipv4Addr, answer: String },
     #[error("--overload runs on full-table and two-full-tables, not {0}")]
     Scenario(&'static str),
 }
 
-fn connect(from: Ipv4Addr, port: u16, rcvbuf: Option<usize>) -> std::io::Result<TcpStream> {
-    let s = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
-    s.set_reuse_address(true)?;
-    if let Some(b) = rcvbuf {
-        s.set_recv_buffer_size(b)?;
-    }
-    s.bind(&SocketAddr::V4(SocketAddrV4::new(from, 0)).into())?;
-    s.connect_timeout(
-        &SocketAddr::V4(SocketAddrV4::new(DUT_ADDR, port)).into(),
-        Duration::from_secs(2),
-    )?;
-    Ok(s.into())
-}
-
-fn open(n: &Neighbor, hold: u16) -> Vec<u8> {
-    let caps = vec![
-        Capability::Multiprotocol { afi: 1, safi: 1 },
-        Capability::FourOctetAs(n.asn),
-        Capability::GracefulRestart {
-            flags: 0,
-            restart_time: 120,
-            families: Vec::new(),
-        },
-    ];
-    Open::new(n.asn, hold, n.addr, caps).encode()
-}
-
 /// The neighbor that never reads: OPEN and KEEPALIVE both ways, its End-of-RIB, then
 /// nothing read again, through a small receive buffer so the DUT's side fills up.
-fn never_reader(n: &Neighbor, port: u16) -> Result<TcpStream, OverloadError> {
-    let io = |what| {
-        move |source| OverloadError::Io {
-            what,
-            from: n.addr,
-            source,
-        }
-    };
-    let mut s = connect(n.addr, port, Some(4096)).map_err(io("connect"))?;
-    s.set_read_timeout(Some(Duration::from_secs(30)))
-        .map_err(io("set a timeout"))?;
-    s.write_all(&open(n, 0)).map_err(io("OPEN"))?;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 4096];
-    let mut seen = 0;
-    // Their OPEN, then their KEEPALIVE (RFC 4271 section 8.2.2).
-    loop {
-        while let Ok(Some(len)) = frame(&buf, 4096) {
-            let m: Vec<u8> = buf.drain(..len).collect();
-            match ribshard_wire::decode(&m, &Default::default()) {
-                Ok(Message::Open(_)) if seen == 0 => {
-                    s.write_all(&keepalive()).map_err(io("KEEPALIVE"))?;
-                    seen = 1;
-                }
-                Ok(Message::Keepalive) if seen == 1 => seen = 2,
-                other => {
-                    return Err(OverloadError::Handshake {
-                        from: n.addr,
-                        answer: format!("{other:?}"),
-                    })
-                }
-            }
-        }
-        if seen == 2 {
-            break;
-        }
-        let k = s.read(&mut chunk).map_err(io("read"))?;
-        if k == 0 {
-            return Err(OverloadError::Handshake {
-                from: n.addr,
-                answer: "a closed connection".into(),
-            });
-        }
-        buf.extend_from_slice(chunk.get(..k).unwrap_or_default());
-    }
+fn never_reader(n: &Neighbor, to: SocketAddrV4) -> Result<TcpStream, OverloadError> {
+    let mut s = connect(n.addr, to, Some(4096)).map_err(io("connect", n.addr))?;
+    handshake(&mut s, spec(n), 0)?;
     s.write_all(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast))
-        .map_err(io("End-of-RIB"))?;
+        .map_err(io("End-of-RIB", n.addr))?;
     Ok(s)
+}
+
+fn spec(n: &Neighbor) -> PeerSpec {
+    PeerSpec {
+        local: n.addr,
+        asn: n.asn,
+    }
+}
+
+fn io(what: &'static str, from: Ipv4Addr) -> impl Fn(std::io::Error) -> OverloadError {
+    move |source| OverloadError::Io { what, from, source }
 }
 
 /// One management request, answered in full: whether it succeeded.
@@ -249,23 +188,13 @@ impl Overload {
         let [reader, hold3, silent, half] = extra else {
             unreachable!("the four neighbors of overload::neighbors")
         };
-        let mut stuck = vec![never_reader(reader, port)?];
-        let hold3 = Session::establish(
-            PeerSpec {
-                local: hold3.addr,
-                asn: hold3.asn,
-            },
-            SocketAddrV4::new(DUT_ADDR, port),
-            3,
-            None,
-            Duration::from_secs(30),
-        )?;
+        let to = SocketAddrV4::new(DUT_ADDR, port);
+        let mut stuck = vec![never_reader(reader, to)?];
+        let hold3 = Session::establish(spec(hold3), to, 3, None, Duration::from_secs(30))?;
         hold3.send(&UpdateBuilder::end_of_rib(Family::Ipv4Unicast))?;
-        let io = |what, from| move |source| OverloadError::Io { what, from, source };
-        stuck.push(connect(silent.addr, port, None).map_err(io("connect", silent.addr))?);
-        let mut h = connect(half.addr, port, None).map_err(io("connect", half.addr))?;
-        let o = open(half, 90);
-        h.write_all(o.get(..20).unwrap_or_default())
+        stuck.push(connect(silent.addr, to, None).map_err(io("connect", silent.addr))?);
+        let mut h = connect(half.addr, to, None).map_err(io("connect", half.addr))?;
+        h.write_all(open_message(spec(half), 90).get(..20).unwrap_or_default())
             .map_err(io("half an OPEN", half.addr))?;
         stuck.push(h);
 

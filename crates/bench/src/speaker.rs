@@ -375,6 +375,84 @@ fn next_message(s: &mut TcpStream, buf: &mut [u8], hi: &mut usize) -> io::Result
     }
 }
 
+/// A TCP connection from `local` to the device under test; `rcvbuf`: a receive buffer of
+/// that size, set before the handshake so the window the DUT sees is small from the start.
+pub(crate) fn connect(
+    local: Ipv4Addr,
+    dut: SocketAddrV4,
+    rcvbuf: Option<usize>,
+) -> io::Result<TcpStream> {
+    let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    sock.set_reuse_address(true)?;
+    if let Some(b) = rcvbuf {
+        sock.set_recv_buffer_size(b)?;
+    }
+    sock.bind(&SocketAddr::V4(SocketAddrV4::new(local, 0)).into())?;
+    sock.connect_timeout(&SocketAddr::V4(dut).into(), Duration::from_secs(2))?;
+    Ok(sock.into())
+}
+
+/// The OPEN a generator speaker sends. As BIRD 2, FRR and OpenBGPD do by default: graceful
+/// restart (helper, nothing kept across a restart), so the DUT may count on our End-of-RIB
+/// (RFC 4724).
+pub(crate) fn open_message(spec: PeerSpec, hold: u16) -> Vec<u8> {
+    let caps = vec![
+        Capability::Multiprotocol { afi: 1, safi: 1 },
+        Capability::RouteRefresh,
+        Capability::FourOctetAs(spec.asn),
+        Capability::GracefulRestart {
+            flags: 0,
+            restart_time: 120,
+            families: Vec::new(),
+        },
+    ];
+    Open::new(spec.asn, hold, spec.local, caps).encode()
+}
+
+/// Our OPEN, then OpenSent and OpenConfirm (RFC 4271 section 8.2.2): their OPEN, then
+/// KEEPALIVE. What was read beyond them (`buf[..hi]`), and the negotiated hold time.
+pub(crate) fn handshake(
+    stream: &mut TcpStream,
+    spec: PeerSpec,
+    hold: u16,
+) -> Result<(Vec<u8>, usize, u16), SessionError> {
+    let peer = spec.local;
+    let err = io_err(peer);
+    stream
+        .set_read_timeout(Some(Duration::from_secs(30)))
+        .map_err(&err)?;
+    stream.write_all(&open_message(spec, hold)).map_err(&err)?;
+    let mut buf = vec![0u8; 1 << 20];
+    let mut hi = 0;
+    let mut negotiated = None;
+    loop {
+        let n = next_message(stream, &mut buf, &mut hi).map_err(&err)?;
+        let msg = buf.get(..n).unwrap_or_default();
+        match ribshard_wire::decode(msg, &Default::default()) {
+            Ok(Message::Open(o)) if negotiated.is_none() => {
+                negotiated = Some(hold.min(o.hold_time));
+                stream.write_all(&keepalive()).map_err(&err)?;
+            }
+            Ok(Message::Keepalive) if negotiated.is_some() => {
+                buf.copy_within(n..hi, 0);
+                hi -= n;
+                return Ok((buf, hi, negotiated.unwrap_or(hold)));
+            }
+            Ok(Message::Notification(notification)) => {
+                return Err(SessionError::Notified { peer, notification })
+            }
+            other => {
+                return Err(SessionError::Unexpected {
+                    peer,
+                    what: format!("{other:?}"),
+                })
+            }
+        }
+        buf.copy_within(n..hi, 0);
+        hi -= n;
+    }
+}
+
 impl Session {
     /// Connects from `spec.local` to the device under test and exchanges OPEN and
     /// KEEPALIVE, retrying refused or reset attempts until `within`.
@@ -414,65 +492,10 @@ impl Session {
     ) -> Result<Session, SessionError> {
         let peer = spec.local;
         let err = io_err(peer);
-        let sock = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)
-            .map_err(&err)?;
-        sock.set_reuse_address(true).map_err(&err)?;
-        sock.bind(&SocketAddr::V4(SocketAddrV4::new(spec.local, 0)).into())
-            .map_err(&err)?;
-        sock.connect_timeout(&SocketAddr::V4(dut).into(), Duration::from_secs(2))
-            .map_err(&err)?;
-        let mut stream: TcpStream = sock.into();
+        let mut stream = connect(peer, dut, None).map_err(&err)?;
         stream.set_nodelay(true).map_err(&err)?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .map_err(&err)?;
-        // As BIRD 2, FRR and OpenBGPD do by default: graceful restart (helper, nothing kept
-        // across a restart), so the DUT may count on our End-of-RIB (RFC 4724).
-        let caps = vec![
-            Capability::Multiprotocol { afi: 1, safi: 1 },
-            Capability::RouteRefresh,
-            Capability::FourOctetAs(spec.asn),
-            Capability::GracefulRestart {
-                flags: 0,
-                restart_time: 120,
-                families: Vec::new(),
-            },
-        ];
-        stream
-            .write_all(&Open::new(spec.asn, hold, spec.local, caps).encode())
-            .map_err(&err)?;
-        let mut buf = vec![0u8; 1 << 20];
-        let mut hi = 0;
-        let mut negotiated = None;
-        // OpenSent, then OpenConfirm (RFC 4271 section 8.2.2): their OPEN, then KEEPALIVE.
-        loop {
-            let n = next_message(&mut stream, &mut buf, &mut hi).map_err(&err)?;
-            let msg = buf.get(..n).unwrap_or_default();
-            match ribshard_wire::decode(msg, &Default::default()) {
-                Ok(Message::Open(o)) if negotiated.is_none() => {
-                    negotiated = Some(hold.min(o.hold_time));
-                    stream.write_all(&keepalive()).map_err(&err)?;
-                }
-                Ok(Message::Keepalive) if negotiated.is_some() => {
-                    buf.copy_within(n..hi, 0);
-                    hi -= n;
-                    break;
-                }
-                Ok(Message::Notification(notification)) => {
-                    return Err(SessionError::Notified { peer, notification })
-                }
-                other => {
-                    return Err(SessionError::Unexpected {
-                        peer,
-                        what: format!("{other:?}"),
-                    })
-                }
-            }
-            buf.copy_within(n..hi, 0);
-            hi -= n;
-        }
+        let (buf, hi, hold) = handshake(&mut stream, spec, hold)?;
         stream.set_read_timeout(None).map_err(&err)?;
-        let hold = negotiated.unwrap_or(hold);
         let writer = Arc::new(Mutex::new(stream.try_clone().map_err(&err)?));
         let stats = Arc::new(Stats::default());
         stats.last_message_ns.store(now_ns(), Ordering::Relaxed);

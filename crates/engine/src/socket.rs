@@ -111,13 +111,18 @@ pub enum AoAlgorithm {
 }
 
 impl AoAlgorithm {
+    const ALL: [AoAlgorithm; 2] = [AoAlgorithm::HmacSha1_96, AoAlgorithm::AesCmac128_96];
+
     /// The configuration's name for it.
-    pub fn from_name(name: &str) -> Option<AoAlgorithm> {
-        match name {
-            "hmac-sha-1-96" => Some(AoAlgorithm::HmacSha1_96),
-            "aes-128-cmac-96" => Some(AoAlgorithm::AesCmac128_96),
-            _ => None,
+    pub fn name(self) -> &'static str {
+        match self {
+            AoAlgorithm::HmacSha1_96 => "hmac-sha-1-96",
+            AoAlgorithm::AesCmac128_96 => "aes-128-cmac-96",
         }
+    }
+
+    pub fn from_name(name: &str) -> Option<AoAlgorithm> {
+        AoAlgorithm::ALL.into_iter().find(|a| a.name() == name)
     }
 
     /// The kernel crypto API's name for it.
@@ -176,8 +181,13 @@ pub struct TcpAoUnsupported {
 }
 
 /// Whether this kernel offers TCP-AO: asking a fresh socket for its TCP-AO state fails
-/// with ENOPROTOOPT only where the option does not exist.
+/// with ENOPROTOOPT only where the option does not exist. Asked once per process.
 pub fn tcp_ao_supported() -> bool {
+    static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *SUPPORTED.get_or_init(probe_tcp_ao)
+}
+
+fn probe_tcp_ao() -> bool {
     let Ok(s) = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None) else {
         return false;
     };

@@ -2,7 +2,6 @@
 //! (every neighbor's settings resolved, secrets hidden).
 
 use super::resolve::{Config, GroupType};
-use ribshard_engine::socket::AoAlgorithm;
 use ribshard_mgmt::api::{RunningBgp, RunningConfig, RunningNeighbor};
 
 /// The running configuration of `c`, read from `file`.
@@ -48,13 +47,11 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
             disable: p.disable,
             authentication_key: p.authentication_key.as_ref().map(|_| "(hidden)".into()),
             tcp_ao: p.tcp_ao.as_ref().map(|k| {
-                let algorithm = match k.algorithm {
-                    AoAlgorithm::HmacSha1_96 => "hmac-sha-1-96",
-                    AoAlgorithm::AesCmac128_96 => "aes-128-cmac-96",
-                };
                 format!(
-                    "key-id {} receive-id {} {algorithm}",
-                    k.send_id, k.receive_id
+                    "key-id {} receive-id {} {}",
+                    k.send_id,
+                    k.receive_id,
+                    k.algorithm.name()
                 )
             }),
             ttl_security: p.ttl_security,
