@@ -190,6 +190,7 @@ pub fn test(config: &Config, names: &[String], r: &Route) -> Result<Report, Test
         next_hop: &nh,
         source: &source,
         receiver_as: r.receiver_as,
+        rpki: Default::default(),
     };
     let v = chain.evaluate(&subject);
     let mut report = Report {

@@ -350,6 +350,9 @@ pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
         if live.config.originate != new.originate {
             changes.push("bgp.originate: the networks would change, sessions kept".into());
         }
+        if live.config.rpki != new.rpki {
+            changes.push("rpki: the RTR client would start again with the new caches".into());
+        }
         return ReloadReply {
             outcome: ReloadOutcome::Planned,
             changes,
@@ -471,6 +474,16 @@ pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
                 .map_or("none".to_string(), |l| format!("{} MiB", l >> 20));
             info!(%limit, "memory-limit changed");
             reply.changes.push(format!("memory-limit: {limit}"));
+        }
+        if live.config.rpki != new.rpki {
+            daemon.set_rpki(new.rpki.as_ref());
+            reply.changes.push(match &new.rpki {
+                Some(r) => format!(
+                    "rpki: the RTR client started again ({} caches)",
+                    r.caches.len()
+                ),
+                None => "rpki: the RTR client stopped (routes keep their last validation)".into(),
+            });
         }
         live.config = applied_config(&live.config, new);
         daemon.sync_no_install(&live.config, &live.active);

@@ -120,6 +120,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         );
         {
             let mut live = daemon.live.write().await;
+            daemon.set_rpki(live.config.rpki.as_ref());
             live.sort_active();
             let networks = live.config.originate.clone();
             daemon.originate(&mut live, networks);

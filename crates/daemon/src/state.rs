@@ -55,6 +55,8 @@ pub struct Daemon {
     pub watch: Arc<crate::watch::RouteWatch>,
     /// The pipeline's accounting, read once for the management requests that come together.
     pub stats: crate::backend::stats::SharedReads<crate::backend::Pipeline>,
+    /// The RTR client, when `[rpki]` names caches.
+    pub rpki: Mutex<Option<ribshard_rpki::client::Client>>,
 }
 
 /// What the sampler gathers every second.
@@ -82,6 +84,7 @@ impl Daemon {
             config_file,
             watch,
             stats: Default::default(),
+            rpki: Mutex::new(None),
             started: SystemTime::now(),
             samples: Mutex::new(Samples {
                 cpu: CpuHistory::default(),

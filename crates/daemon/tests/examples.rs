@@ -143,6 +143,7 @@ fn transit_edge_on_the_real_tables() {
                         next_hop: &nh,
                         source: &source,
                         receiver_as: None,
+                        rpki: Default::default(),
                     });
                     if !v.accept {
                         rejected += 1;

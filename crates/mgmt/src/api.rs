@@ -377,6 +377,10 @@ pub struct RouteRequest {
     pub aspath_regex: Option<String>,
     /// Only paths with this next hop (as received).
     pub next_hop: Option<String>,
+    /// Only paths of this origin validation state: `valid`, `invalid`, `unknown` (not
+    /// found).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_state: Option<String>,
     /// `bgp` (learned from a neighbor) or `local` (originated, injected from MRT).
     pub protocol: Option<String>,
     /// Only the active path of each route.
@@ -588,6 +592,10 @@ pub struct RoutePath {
     /// The import policy and term that accepted or rejected the path, as `policy P term T`
     /// (not in the text layout's brief view).
     pub import_policy: Option<String>,
+    /// Route origin validation (RFC 6811): `valid`, `invalid` or `not-found`; absent
+    /// without RPKI data.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validation_state: Option<String>,
     /// With `detail` (or `advertising-protocol`): the rest of the attributes.
     pub attributes: Option<Attributes>,
 }

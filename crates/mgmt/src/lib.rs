@@ -15,5 +15,6 @@ pub mod client;
 pub mod metrics;
 pub mod procfs;
 pub mod server;
+pub mod validation;
 
 pub use server::{ApiError, Backend, ServerConfig};

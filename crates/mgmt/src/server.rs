@@ -7,6 +7,7 @@ use crate::api::{
     Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest,
     RouteRequest, RouteSummary, RunningConfig, Summary, Threads, WatchRequest, WorkQueues,
 };
+use crate::validation::{DatabaseQuery, ValidationDatabase, ValidationSessions};
 use axum::body::Body;
 use axum::extract::{Query, State};
 use axum::http::{header, StatusCode};
@@ -112,6 +113,13 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         neighbor: Option<String>,
     ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
+    /// The RTR client and its caches.
+    fn validation_sessions(&self) -> impl Future<Output = ValidationSessions> + Send;
+    /// The RPKI records in use, filtered.
+    fn validation_database(
+        &self,
+        q: DatabaseQuery,
+    ) -> impl Future<Output = Result<ValidationDatabase, ApiError>> + Send;
 }
 
 /// Where the API listens.
@@ -157,6 +165,8 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
         .route("/v1/fib/verify", get(fib_verify::<B>))
         .route("/v1/mrt/injections", get(mrt_injections::<B>))
         .route("/v1/mrt/rib", get(mrt_rib::<B>))
+        .route("/v1/validation/sessions", get(validation_sessions::<B>))
+        .route("/v1/validation/database", get(validation_database::<B>))
         .route("/metrics", get(metrics::<B>));
     // A read-only listener refuses every request that changes state, whatever it holds.
     let r = if read_only {
@@ -375,6 +385,17 @@ async fn forwarding_table<B: Backend>(
     Query(q): Query<DestinationQuery>,
 ) -> Result<Json<Vec<ForwardingRoute>>, ApiError> {
     Ok(Json(s.backend.forwarding_table(q.destination).await?))
+}
+
+async fn validation_sessions<B: Backend>(State(s): State<AppState<B>>) -> Json<ValidationSessions> {
+    Json(s.backend.validation_sessions().await)
+}
+
+async fn validation_database<B: Backend>(
+    State(s): State<AppState<B>>,
+    Query(q): Query<DatabaseQuery>,
+) -> Result<Json<ValidationDatabase>, ApiError> {
+    Ok(Json(s.backend.validation_database(q).await?))
 }
 
 async fn fib_verify<B: Backend>(State(s): State<AppState<B>>) -> Result<Json<FibVerify>, ApiError> {

@@ -137,6 +137,7 @@ fn evaluate(c: &mut Criterion) {
             next_hop: nh,
             source: &source,
             receiver_as: None,
+            rpki: Default::default(),
         });
         accepted += usize::from(v.accept);
     }
@@ -159,6 +160,7 @@ fn evaluate(c: &mut Criterion) {
                     next_hop: nh,
                     source: &source,
                     receiver_as: None,
+                    rpki: Default::default(),
                 });
                 n += usize::from(v.accept);
             }

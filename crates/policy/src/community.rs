@@ -32,6 +32,15 @@ pub const WELL_KNOWN: [(&str, u32); 9] = [
 const SUB_TARGET: u8 = 0x02;
 const SUB_ORIGIN: u8 = 0x03;
 
+/// The BGP Prefix Origin Validation State extended community (RFC 8097 section 2): non-
+/// transitive opaque type, sub-type 0, the state in the last octet.
+const OVS: [&str; 3] = ["valid", "not-found", "invalid"];
+const OVS_PREFIX: &str = "origin-validation-state:";
+
+fn ovs(state: u8) -> Community {
+    Community::Extended([0x43, 0x00, 0, 0, 0, 0, 0, state])
+}
+
 impl fmt::Display for Community {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match *self {
@@ -40,9 +49,10 @@ impl fmt::Display for Community {
                 None => write!(f, "{}:{}", v >> 16, v & 0xFFFF),
             },
             Community::Large([a, b, c]) => write!(f, "large:{a}:{b}:{c}"),
-            Community::Extended(e) => match ext_text(&e) {
-                Some((kind, rest)) => write!(f, "{kind}:{rest}"),
-                None => {
+            Community::Extended(e) => match (ovs_text(&e), ext_text(&e)) {
+                (Some(state), _) => write!(f, "{OVS_PREFIX}{state}"),
+                (None, Some((kind, rest))) => write!(f, "{kind}:{rest}"),
+                (None, None) => {
                     f.write_str("0x")?;
                     for b in e {
                         write!(f, "{b:02x}")?;
@@ -51,6 +61,14 @@ impl fmt::Display for Community {
                 }
             },
         }
+    }
+}
+
+/// The state an RFC 8097 community carries.
+fn ovs_text(e: &[u8; 8]) -> Option<&'static str> {
+    match e {
+        [0x43, 0x00, 0, 0, 0, 0, 0, s] => OVS.get(usize::from(*s)).copied(),
+        _ => None,
     }
 }
 
@@ -88,7 +106,7 @@ fn be32(b: &[u8], at: usize) -> u32 {
 /// Why a community member does not parse.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum CommunityError {
-    #[error("\"{0}\" is not a community (as 65000:100, a well-known name such as no-export, target:65000:100, large:65000:1:2, a wildcard as 65000:*, or a regular expression)")]
+    #[error("\"{0}\" is not a community (as 65000:100, a well-known name such as no-export, target:65000:100, origin-validation-state:valid, large:65000:1:2, a wildcard as 65000:*, or a regular expression)")]
     Syntax(String),
     #[error("\"{text}\": {field} does not fit in {bits} bits")]
     Range {
@@ -232,6 +250,12 @@ impl Member {
         let syntax = || CommunityError::Syntax(t.to_string());
         if let Some((_, v)) = WELL_KNOWN.iter().find(|(n, _)| *n == t) {
             return Ok(Member::Value(Community::Standard(*v)));
+        }
+        if let Some(state) = t.strip_prefix(OVS_PREFIX) {
+            return match OVS.iter().position(|s| *s == state) {
+                Some(i) => Ok(Member::Value(ovs(i as u8))),
+                None => Err(syntax()),
+            };
         }
         let (kind, body) = if let Some(rest) = t.strip_prefix("large:") {
             (Kind::Large, rest)

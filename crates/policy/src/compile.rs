@@ -9,8 +9,11 @@ use crate::definition::{
     FromDef, NumberAction, OneOrMore, PolicyOptions, PrependDef, RouteFilterDef, StatementDef,
     ThenDef,
 };
-use crate::eval::{Cmp, Cond, Flow, Modify, NextHopSet, NumOp, PrefixCond, Statement, Term, Then};
+use crate::eval::{
+    Cmp, Cond, Flow, Modify, NextHopSet, NumOp, PrefixCond, ReadsRpki, Statement, Term, Then,
+};
 use crate::prefix::{parse_prefix, Key, MatchType, PrefixError, PrefixSet};
+use ribshard_rpki::{AspaState, Validity};
 use ribshard_wire::{Family, Origin};
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash, Hasher};
@@ -392,14 +395,20 @@ impl Ctx<'_> {
                 then,
             });
         }
-        let reads_prefix = terms
-            .iter()
-            .any(|t| t.prefix.is_some() || t.conds.iter().any(|c| matches!(c, Cond::Family(_))));
+        let reads = |f: fn(&Cond) -> bool| terms.iter().any(|t| t.conds.iter().any(f));
+        let reads_rpki = ReadsRpki {
+            validity: reads(|c| matches!(c, Cond::Validation(_))),
+            aspa: reads(|c| matches!(c, Cond::Aspa(_))),
+        };
+        let reads_prefix = reads_rpki.any()
+            || terms.iter().any(|t| t.prefix.is_some())
+            || reads(|c| matches!(c, Cond::Family(_)));
         Statement {
             name: name.to_string(),
             terms,
             fingerprint: h.finish(),
             reads_prefix,
+            reads_rpki,
         }
     }
 
@@ -665,6 +674,42 @@ impl Ctx<'_> {
                     },
                 )),
             }
+        }
+        if let Some(states) = &f.validation_state {
+            let mut list = Vec::new();
+            for (i, v) in states.as_slice().iter().enumerate() {
+                match v.as_str() {
+                    "valid" => list.push(Validity::Valid),
+                    "invalid" => list.push(Validity::Invalid),
+                    "unknown" | "not-found" => list.push(Validity::NotFound),
+                    other => self.errors.push((
+                        indexed(&k("validation-state"), &f.validation_state, i),
+                        PolicyError::Invalid {
+                            value: other.to_string(),
+                            why: "is not valid, invalid or unknown".into(),
+                        },
+                    )),
+                }
+            }
+            conds.push(Cond::Validation(list));
+        }
+        if let Some(states) = &f.aspa_state {
+            let mut list = Vec::new();
+            for (i, v) in states.as_slice().iter().enumerate() {
+                match v.as_str() {
+                    "valid" => list.push(AspaState::Valid),
+                    "invalid" => list.push(AspaState::Invalid),
+                    "unknown" => list.push(AspaState::Unknown),
+                    other => self.errors.push((
+                        indexed(&k("aspa-state"), &f.aspa_state, i),
+                        PolicyError::Invalid {
+                            value: other.to_string(),
+                            why: "is not valid, invalid or unknown".into(),
+                        },
+                    )),
+                }
+            }
+            conds.push(Cond::Aspa(list));
         }
         // A family no prefix condition can have.
         if let (Some(Cond::Family(fam)), true) = (

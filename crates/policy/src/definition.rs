@@ -158,6 +158,11 @@ pub struct FromDef {
     pub metric: Option<u32>,
     /// `internal` or `external`: learned over iBGP or eBGP.
     pub route_type: Option<String>,
+    /// Route origin validation state (RFC 6811): `valid`, `invalid` or `unknown` (no ROA
+    /// covers the route). Import policies only.
+    pub validation_state: Option<OneOrMore<String>>,
+    /// AS path verification with ASPA: `valid`, `invalid` or `unknown`. Import policies only.
+    pub aspa_state: Option<OneOrMore<String>>,
 }
 
 /// A number set, or changed by an amount.

@@ -34,8 +34,8 @@ pub use community::{Community, CommunitySet, Member};
 pub use compile::{compile, is_builtin, Compiled, Policies, PolicyError, PolicyWarning};
 pub use definition::PolicyOptions;
 pub use eval::{
-    prepend_as, ApplyContext, Chain, Decided, Item, Modified, NextHopSet, SetMemo, Source,
-    Statement, Subject, Trace, Verdict,
+    prepend_as, ApplyContext, Chain, Decided, Item, Modified, NextHopSet, ReadsRpki, RpkiStates,
+    SetMemo, Source, Statement, Subject, Trace, Verdict,
 };
 pub use prefix::{parse_prefix, Key, MatchType, PrefixError, PrefixSet, PrefixTrie};
 pub use raw::RawApplied;

@@ -318,6 +318,7 @@ proptest! {
                 next_hop: nh,
                 source: &source,
                 receiver_as: None,
+                rpki: Default::default(),
             };
             prop_assert_eq!(chain.evaluate_memo(&s, &mut memo), chain.evaluate(&s), "route {}", i);
         }

@@ -183,6 +183,7 @@ proptest! {
             next_hop: &[192, 0, 2, 1],
             source: &source,
             receiver_as: None,
+            rpki: Default::default(),
         };
         let v = chain.evaluate(&s);
         prop_assert!(v.accept);

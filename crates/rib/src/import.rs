@@ -12,8 +12,10 @@ use crate::attrs::{push_next_hop, RouteAttrs, NH_DISCARD, NH_REJECT, NORMALIZED}
 use crate::shard::PeerIndex;
 use hashbrown::HashMap;
 use ribshard_policy::{
-    ApplyContext, Chain, Modified, NextHopSet, SetMemo, Source, Subject, Trace, Verdict,
+    ApplyContext, Chain, Modified, NextHopSet, ReadsRpki, RpkiStates, SetMemo, Source, Subject,
+    Trace, Verdict,
 };
+use ribshard_rpki::{Direction, Snapshot};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::AttrValue;
 use ribshard_wire::update::RawAttrIter;
@@ -31,6 +33,9 @@ pub struct Import {
     pub own_as: u32,
     /// Our address on the session (`next-hop self`).
     pub local_address: Option<IpAddr>,
+    /// The peer is our provider (our BGP role is customer): `aspa-state` verifies its
+    /// routes with ASPA's downstream procedure, everyone else's with the upstream one.
+    pub from_provider: bool,
 }
 
 impl Import {
@@ -41,6 +46,7 @@ impl Import {
             source,
             own_as: 0,
             local_address: None,
+            from_provider: false,
         }
     }
 }
@@ -175,6 +181,7 @@ pub(crate) fn apply(
     received: &Arc<RouteAttrs>,
     prefix: &Prefix,
     cache: &mut ImportCache,
+    rpki: Option<&Snapshot>,
 ) -> (Arc<RouteAttrs>, bool) {
     let chain = &imp.chain;
     if chain.accepts_everything() {
@@ -207,6 +214,10 @@ pub(crate) fn apply(
         next_hop: received.next_hop(),
         source: &imp.source,
         receiver_as: None,
+        rpki: match (chain.reads_rpki(), rpki) {
+            (reads, Some(r)) if reads.any() => states(imp, received.raw(), prefix, r, reads),
+            _ => RpkiStates::default(),
+        },
     };
     let v = if by_set {
         chain.evaluate(&subject)
@@ -271,6 +282,68 @@ pub(crate) fn apply(
     let out = (made, false);
     cache.remember(peer, received, trace, &out);
     out
+}
+
+/// The RPKI states of a route the chain reads: origin validation (RFC 6811) and ASPA.
+pub(crate) fn states(
+    imp: &Import,
+    raw: &[u8],
+    prefix: &Prefix,
+    rpki: &Snapshot,
+    reads: ReadsRpki,
+) -> RpkiStates {
+    let path = RawAttrIter::new(raw)
+        .find(|a| a.type_code == attr::AS_PATH)
+        .map_or(&[][..], |a| a.value);
+    let (ases, has_set, origin) = as_path(path, imp.own_as);
+    RpkiStates {
+        validity: reads.validity.then(|| rpki.vrps.validate(prefix, origin)),
+        aspa: reads.aspa.then(|| {
+            let dir = match imp.from_provider {
+                true => Direction::Downstream,
+                false => Direction::Upstream,
+            };
+            rpki.aspas.verify(&ases, has_set, dir)
+        }),
+    }
+}
+
+/// An AS_PATH (4-octet ASes) as ASPA reads it: its AS_SEQUENCE ASes neighbor first, whether
+/// it has an AS_SET, and the origin AS as RFC 6811 section 2 defines it: the last AS of a
+/// final AS_SEQUENCE, none (NONE) after an AS_SET, our own AS for an empty path.
+/// Confederation segments are left out.
+pub(crate) fn as_path(path: &[u8], own_as: u32) -> (Vec<u32>, bool, Option<u32>) {
+    use ribshard_wire::update::segment;
+    let mut ases = Vec::new();
+    let mut has_set = false;
+    let mut last_set = false;
+    let mut at = 0usize;
+    while let (Some(&kind), Some(&count)) = (path.get(at), path.get(at + 1)) {
+        let body = path
+            .get(at + 2..at + 2 + 4 * usize::from(count))
+            .unwrap_or(&[]);
+        match kind {
+            segment::AS_SEQUENCE => {
+                ases.extend(
+                    body.chunks_exact(4)
+                        .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]])),
+                );
+                last_set = false;
+            }
+            segment::AS_SET => {
+                has_set = true;
+                last_set = true;
+            }
+            _ => {}
+        }
+        at += 2 + 4 * usize::from(count);
+    }
+    let origin = match (last_set, ases.last()) {
+        (true, _) => None,
+        (false, Some(a)) => Some(*a),
+        (false, None) => Some(own_as),
+    };
+    (ases, has_set, origin)
 }
 
 /// An address as a next hop of this family: IPv4 as is or from a mapped IPv6 address, IPv6

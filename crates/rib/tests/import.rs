@@ -72,6 +72,7 @@ fn import(info: &PeerInfo, name: &str) -> Arc<Import> {
         source,
         own_as: 65000,
         local_address: None,
+        from_provider: false,
     })
 }
 
@@ -177,6 +178,7 @@ then = { local-preference = 120, metric = { add = 5 }, origin = "egp", community
             next_hop: received.next_hop(),
             source: &source,
             receiver_as: None,
+            rpki: Default::default(),
         };
         let v = chain.evaluate(&s);
         let mut key = vec![received.next_hop().len() as u8];

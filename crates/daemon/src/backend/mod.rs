@@ -9,6 +9,7 @@ mod routes;
 pub use routes::check_request as check_route_request;
 pub(crate) mod stats;
 mod text;
+mod validation;
 mod watch;
 
 use crate::state::{unix, Daemon, Live};
@@ -914,6 +915,17 @@ impl Backend for Api {
 
     async fn fib_summary(&self) -> FibSummary {
         self.fib()
+    }
+
+    async fn validation_sessions(&self) -> ribshard_mgmt::validation::ValidationSessions {
+        validation::sessions(&self.daemon)
+    }
+
+    async fn validation_database(
+        &self,
+        q: ribshard_mgmt::validation::DatabaseQuery,
+    ) -> Result<ribshard_mgmt::validation::ValidationDatabase, ApiError> {
+        validation::database(&self.daemon, q)
     }
 
     async fn forwarding_table(

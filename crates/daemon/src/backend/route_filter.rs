@@ -1,5 +1,5 @@
 //! `show route`'s filters on a path's attributes (`community`, `large-community`,
-//! `aspath-regex`, `next-hop`, `protocol`, `active-path`), compiled once per request with
+//! `aspath-regex`, `next-hop`, `protocol`, `validation-state`, `active-path`), compiled once per request with
 //! the policy language's matchers and judged in the shards on the attributes as interned:
 //! nothing is decoded into owned values.
 
@@ -9,6 +9,7 @@ use ribshard_mgmt::ApiError;
 use ribshard_policy::community::Communities;
 use ribshard_policy::{AsPathRegex, Member};
 use ribshard_rib::{Path, PathState, PathView};
+use ribshard_rpki::Validity;
 use ribshard_wire::attr;
 use ribshard_wire::update::RawAttrIter;
 use std::net::IpAddr;
@@ -31,6 +32,8 @@ pub(crate) struct PathMatch {
     /// The next hop as received, 4 octets or the 16 of a global IPv6 address.
     next_hop: Option<Vec<u8>>,
     protocol: Option<Protocol>,
+    /// Paths without a state (no RPKI data) are not-found.
+    validity: Option<Validity>,
     active_only: bool,
     /// Peer indexes that are local sources (their settings carry port 0).
     local: Vec<bool>,
@@ -80,11 +83,23 @@ impl PathMatch {
                 )))
             }
         };
+        let validity = match q.validation_state.as_deref() {
+            None => None,
+            Some("valid") => Some(Validity::Valid),
+            Some("invalid") => Some(Validity::Invalid),
+            Some("unknown" | "not-found") => Some(Validity::NotFound),
+            Some(v) => {
+                return Err(bad(format!(
+                    "validation-state {v}: it is valid, invalid or unknown"
+                )))
+            }
+        };
         let m = PathMatch {
             communities,
             as_path,
             next_hop,
             protocol,
+            validity,
             active_only: q.active_path,
             local,
         };
@@ -92,6 +107,7 @@ impl PathMatch {
             && m.as_path.is_none()
             && m.next_hop.is_none()
             && m.protocol.is_none()
+            && m.validity.is_none()
             && !m.active_only;
         Ok((!none).then_some(m))
     }
@@ -100,6 +116,12 @@ impl PathMatch {
 impl MatchPath for PathMatch {
     fn matches(&self, v: &PathView) -> bool {
         if self.active_only && !matches!(v.state, PathState::Active { .. }) {
+            return false;
+        }
+        if self
+            .validity
+            .is_some_and(|want| v.validity.unwrap_or(Validity::NotFound) != want)
+        {
             return false;
         }
         self.matches_path(&v.path)
@@ -185,6 +207,7 @@ mod tests {
             },
             multipath: false,
             import: None,
+            validity: None,
         }
     }
 

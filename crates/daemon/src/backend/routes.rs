@@ -459,6 +459,7 @@ fn path(
             .map(|[a, b, c]| format!("{a}:{b}:{c}"))
             .collect(),
         import_policy: v.import.clone(),
+        validation_state: v.validity.map(|s| s.name().to_string()),
         attributes: detail.then(|| other_attributes(&attrs)),
     }
 }

@@ -584,6 +584,12 @@ pub(super) fn detail(r: &ShownRoute, names: &PeerNames, now: u32, out: &mut Vec<
             out.extend_from_slice(by.as_bytes());
             out.push(b'\n');
         }
+        if let Some(v) = p.validity {
+            out.extend_from_slice(PAD);
+            out.extend_from_slice(b"Validation State: ");
+            out.extend_from_slice(v.name().as_bytes());
+            out.push(b'\n');
+        }
     }
     out.push(b'\n');
 }
@@ -615,6 +621,7 @@ mod tests {
         let since = ribshard_rib::clock::now();
         PathView {
             import: None,
+            validity: None,
             path: Path::new(peer, 0, attrs, peer, since),
             peer: PeerInfo {
                 router_id: u32::from(Ipv4Addr::new(10, 0, 0, peer as u8)),

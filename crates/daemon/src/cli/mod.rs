@@ -3,6 +3,7 @@
 //! Junos lays them out (or as the API's JSON with `--json`).
 
 pub mod render;
+pub mod validation;
 
 use ribshard_mgmt::api::{
     ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
@@ -31,6 +32,13 @@ pub enum Request {
     Clear(ClearRequest),
     Reload(ReloadRequest),
     FibSummary,
+    /// `show validation session`.
+    ValidationSessions,
+    /// `show validation database [prefix P] [origin-as N]`.
+    ValidationDatabase {
+        prefix: Option<String>,
+        asn: Option<u32>,
+    },
     /// `show route forwarding-table [DESTINATION]`.
     ForwardingTable(Option<String>),
     FibVerify,
@@ -93,6 +101,29 @@ pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
         ["route", "forwarding-table"] => Ok(Request::ForwardingTable(None)),
         ["route", "forwarding-table", d] => Ok(Request::ForwardingTable(Some(d.to_string()))),
         ["fib", "summary"] => Ok(Request::FibSummary),
+        ["validation", "session"] => Ok(Request::ValidationSessions),
+        ["validation", "database", rest @ ..] => {
+            let (mut prefix, mut asn) = (None, None);
+            for pair in rest.chunks(2) {
+                match pair {
+                    ["prefix", p] => prefix = Some(p.to_string()),
+                    ["origin-as", a] => {
+                        asn = Some(
+                            a.trim_start_matches("AS")
+                                .parse()
+                                .map_err(|_| usage(format!("origin-as {a}: not an AS number")))?,
+                        )
+                    }
+                    _ => {
+                        return Err(usage(format!(
+                            "show validation database [prefix P] [origin-as N]: unexpected {}",
+                            pair.join(" ")
+                        )))
+                    }
+                }
+            }
+            Ok(Request::ValidationDatabase { prefix, asn })
+        }
         ["route", rest @ ..] => parse_route(rest).map(|q| Request::Routes(Box::new(q))),
         ["thread", "cpu"] => Ok(Request::Threads),
         ["log", "level"] => Ok(Request::LogLevel(None)),
@@ -149,6 +180,7 @@ fn parse_route(w: &[&str]) -> Result<RouteRequest, Usage> {
             "large-community" => q.large_community = Some(next(&mut i, word)?),
             "aspath-regex" => q.aspath_regex = Some(next(&mut i, word)?),
             "next-hop" => q.next_hop = Some(next(&mut i, word)?),
+            "validation-state" => q.validation_state = Some(next(&mut i, word)?),
             "protocol" => q.protocol = Some(next(&mut i, word)?),
             "active-path" => q.active_path = true,
             "terse" => q.terse = true,
@@ -300,6 +332,7 @@ fn query(q: &RouteRequest) -> String {
     add("large_community", &q.large_community);
     add("aspath_regex", &q.aspath_regex);
     add("next_hop", &q.next_hop);
+    add("validation_state", &q.validation_state);
     add("protocol", &q.protocol);
     if let Some(s) = q.shard {
         parts.push(format!("shard={s}"));
@@ -369,6 +402,17 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::Clear(_) => "/v1/bgp/clear".into(),
         Request::Reload(_) => "/v1/configure/reload".into(),
         Request::FibSummary => "/v1/fib/summary".into(),
+        Request::ValidationSessions => "/v1/validation/sessions".into(),
+        Request::ValidationDatabase { prefix, asn } => {
+            let mut q = Vec::new();
+            if let Some(p) = prefix {
+                q.push(format!("prefix={}", encode(p)));
+            }
+            if let Some(a) = asn {
+                q.push(format!("asn={a}"));
+            }
+            format!("/v1/validation/database?{}", q.join("&"))
+        }
         Request::ForwardingTable(d) => match d {
             Some(d) => format!("/v1/fib/routes?destination={}", encode(d)),
             None => "/v1/fib/routes".into(),
@@ -501,6 +545,8 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::Threads => render::threads(&c.get::<Threads>(&path).await?),
         Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
         Request::FibSummary => render::fib_summary(&c.get::<FibSummary>(&path).await?),
+        Request::ValidationSessions => validation::sessions(&c.get(&path).await?),
+        Request::ValidationDatabase { .. } => validation::database(&c.get(&path).await?),
         Request::MrtInjections => render::injected(&c.get::<Vec<Injected>>(&path).await?),
         Request::ForwardingTable(_) => {
             render::forwarding_table(&c.get::<Vec<ForwardingRoute>>(&path).await?)

@@ -6,6 +6,7 @@ mod collect;
 mod host;
 mod lower;
 mod resolve;
+pub mod rpki;
 mod running;
 mod schema;
 
@@ -66,6 +67,8 @@ pub enum WarningKind {
     NoNeighbors,
     #[error("this host's kernel has no TCP-AO (it needs Linux 6.7 or later built with CONFIG_TCP_AO): the daemon will not start this neighbor")]
     TcpAoUnsupported,
+    #[error("this import policy reads validation-state or aspa-state, but no [rpki] cache is configured: every route is unknown to it")]
+    RpkiUnfed,
 }
 
 /// One finding about the configuration, located: an [`Error`] or a [`Warning`].

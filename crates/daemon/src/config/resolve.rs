@@ -119,6 +119,8 @@ pub struct Config {
     pub originate: Vec<Originate>,
     /// `[mrt]`.
     pub mrt: MrtConfig,
+    /// `[rpki]`; `None`: no RTR client (every route is not-found / unknown).
+    pub rpki: Option<super::rpki::RpkiConfig>,
 }
 
 /// When an originated network is advertised.
@@ -349,6 +351,15 @@ macro_rules! check_common {
                         format!("{at}.{k}[{i}]"),
                         format!("policy \"{p}\""),
                         "reads the receivers' AS: it is an export policy",
+                    );
+                } else if k == "export"
+                    && policies.statement(p).is_some_and(|s| s.reads_rpki.any())
+                {
+                    invalid(
+                        $errs,
+                        format!("{at}.{k}[{i}]"),
+                        format!("policy \"{p}\""),
+                        "reads validation-state or aspa-state, which import policies look up: tag routes at import (community origin-validation-state:valid ...) and match the community here",
                     );
                 }
             }
@@ -1060,6 +1071,10 @@ fn resolve_into(
     if peers.is_empty() && errs.is_empty() {
         warns.push(("bgp.group".into(), WarningKind::NoNeighbors));
     }
+    let rpki = super::rpki::resolve(raw.rpki.as_ref(), &mut errs);
+    if rpki.is_none() {
+        super::rpki::warn_unfed(&peers, &policies, warns);
+    }
     let m = raw.management.unwrap_or_default();
     if m.socket.as_ref().is_some_and(|p| p.as_os_str().is_empty()) {
         invalid(
@@ -1091,6 +1106,7 @@ fn resolve_into(
             resolution,
             originate,
             mrt,
+            rpki,
         })
     } else {
         Err(errs)

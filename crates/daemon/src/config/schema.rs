@@ -90,6 +90,32 @@ pub struct Raw {
     pub mrt: Option<Mrt>,
     /// Routing policy (Junos `policy-options`).
     pub policy_options: Option<ribshard_policy::PolicyOptions>,
+    /// RPKI caches (RTR, RFC 8210) for `validation-state` and `aspa-state`.
+    pub rpki: Option<Rpki>,
+}
+
+/// `[rpki]`: the RPKI-to-Router caches import policies validate routes against.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Rpki {
+    /// The highest RTR version offered: 2 (ASPA), 1 or 0. Default 2; a cache that speaks
+    /// less is followed down.
+    pub max_version: Option<u8>,
+    /// Seconds between connection attempts while no cache answers, until a cache gives
+    /// its own retry interval. Default 60.
+    pub retry: Option<u32>,
+    pub cache: Option<Vec<RpkiCache>>,
+}
+
+/// `[[rpki.cache]]`: one RTR cache over TCP.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RpkiCache {
+    pub address: Option<IpAddr>,
+    /// Default 323 (rpki-rtr).
+    pub port: Option<u16>,
+    /// Lower is preferred (RFC 8210 section 10). Default: the cache's place in the list.
+    pub preference: Option<u8>,
 }
 
 /// `[management]`: where the management API and the metrics listen.

@@ -364,3 +364,73 @@ pub fn openbgpd(dir: &Path, conf: &Path) -> Proc {
         .expect("start OpenBGPD");
     Proc(p)
 }
+
+/// NLnet Labs' rtrtr, the RTR cache of the RPKI tests: `RIBSHARD_RTRTR`, else where
+/// scripts/test builds it (target/tools/bin), else the PATH.
+pub fn rtrtr() -> Option<PathBuf> {
+    let built = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/tools/bin/rtrtr");
+    let found = std::env::var_os("RIBSHARD_RTRTR")
+        .map(PathBuf::from)
+        .into_iter()
+        .chain([built, PathBuf::from("rtrtr")])
+        .find(|p| Command::new(p).arg("--version").output().is_ok());
+    if found.is_none() {
+        ribshard_mrt::skipped(
+            "rtrtr is not installed (scripts/test builds it: cargo install rtrtr)",
+        );
+    }
+    found
+}
+
+/// An rtrtr serving, over RTR on 127.0.0.1:`port`, the ROAs and ASPAs of `dir`/rpki.json
+/// (read again every second).
+pub struct Rtrtr {
+    _p: Proc,
+    pub json: PathBuf,
+    pub port: u16,
+}
+
+impl Rtrtr {
+    pub fn start(bin: &Path, dir: &Path, json: &str) -> Rtrtr {
+        let path = dir.join("rpki.json");
+        std::fs::write(&path, json).unwrap();
+        let port = free_port("127.0.0.1");
+        let conf = dir.join("rtrtr.conf");
+        std::fs::write(
+            &conf,
+            format!(
+                "log_level = \"info\"\nlog_target = \"stderr\"\nhttp-listen = []\n\
+                 [units.local]\ntype = \"json\"\nuri = \"file://{}\"\nrefresh = 1\n\
+                 [targets.rtr]\ntype = \"rtr\"\nlisten = [\"127.0.0.1:{port}\"]\nunit = \"local\"\n",
+                path.display()
+            ),
+        )
+        .unwrap();
+        let p = Command::new(bin)
+            .arg("-c")
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(dir.join("rtrtr.log")).unwrap())
+            .spawn()
+            .expect("start rtrtr");
+        let p = Proc(p);
+        assert!(
+            wait(20, || std::net::TcpStream::connect(("127.0.0.1", port))
+                .is_ok()),
+            "rtrtr did not listen:\n{}",
+            std::fs::read_to_string(dir.join("rtrtr.log")).unwrap_or_default()
+        );
+        Rtrtr {
+            _p: p,
+            json: path,
+            port,
+        }
+    }
+
+    /// Serves other records from now on (rtrtr notices within a second or two).
+    pub fn set(&self, json: &str) {
+        let tmp = self.json.with_extension("new");
+        std::fs::write(&tmp, json).unwrap();
+        std::fs::rename(&tmp, &self.json).unwrap();
+    }
+}

@@ -122,6 +122,10 @@ pub enum Broadcast {
     /// shard asks again for its next hops and decides again the prefixes using one whose
     /// answer changed.
     Resolution,
+    /// New RPKI data (the RTR client published a snapshot): each shard validates against
+    /// it from now on, and imports again the paths inside the ROA prefixes it changed
+    /// (and, when the ASPA records changed, every path whose import reads the ASPA state).
+    Rpki(Arc<ribshard_rpki::Snapshot>),
 }
 
 impl Broadcast {
@@ -134,7 +138,10 @@ impl Broadcast {
             | Broadcast::FlushStale { peer, .. }
             | Broadcast::Marker { peer, .. }
             | Broadcast::Import { peer, .. } => Some(*peer),
-            Broadcast::AdvertiseNow | Broadcast::Regroup { .. } | Broadcast::Resolution => None,
+            Broadcast::AdvertiseNow
+            | Broadcast::Regroup { .. }
+            | Broadcast::Resolution
+            | Broadcast::Rpki(_) => None,
         }
     }
 }

@@ -530,6 +530,12 @@ impl Pipeline {
         self.lanes().broadcast(Broadcast::Resolution)
     }
 
+    /// The messages that hand every shard a new RPKI snapshot; each imports again only the
+    /// paths the change can affect. Hand them on with [`Pipeline::deliver_blocking`].
+    pub fn rpki_changed(&self, snapshot: Arc<ribshard_rpki::Snapshot>) -> Vec<Routed> {
+        self.lanes().broadcast(Broadcast::Rpki(snapshot))
+    }
+
     /// The messages that drop a peer's stale paths (End-of-RIB, restart time over).
     pub fn flush_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()

@@ -227,6 +227,8 @@ impl Session {
                 .as_ref()
                 .and_then(|c| c.local_addr())
                 .map(|a| a.ip()),
+            from_provider: !self.s.internal
+                && self.s.role == Some(ribshard_wire::open::role::CUSTOMER),
         })
     }
 

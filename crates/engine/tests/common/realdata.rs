@@ -224,6 +224,7 @@ pub fn into_shard_with_import(
                     },
                     own_as: 4_200_000_001,
                     local_address: None,
+                    from_provider: false,
                 }),
             );
         }

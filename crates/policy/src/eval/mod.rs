@@ -12,6 +12,7 @@
 use crate::aspath::AsPathRegex;
 use crate::community::{Communities, CommunitySet};
 use crate::prefix::{Key, MatchType, PrefixSet};
+use ribshard_rpki::{AspaState, Validity};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::PathAttributes;
 use ribshard_wire::update::{segment, RawAttrIter};
@@ -82,7 +83,13 @@ pub(crate) enum Cond {
     NextHop(Vec<IpAddr>),
     LocalPref(u32),
     Med(u32),
-    RouteType { internal: bool },
+    RouteType {
+        internal: bool,
+    },
+    /// Route origin validation state (RFC 6811), looked up by the caller.
+    Validation(Vec<Validity>),
+    /// ASPA path verification state, looked up by the caller.
+    Aspa(Vec<AspaState>),
 }
 
 /// The route lists of a term (`prefix-list`, `prefix-list-filter`, `route-filter`): the
@@ -178,6 +185,28 @@ pub struct Statement {
     /// It has conditions on the prefix itself, so its result differs between routes of
     /// one attribute set.
     pub reads_prefix: bool,
+    /// It reads the routes' RPKI states (`validation-state`, `aspa-state`).
+    pub reads_rpki: ReadsRpki,
+}
+
+/// Which RPKI states a policy reads: the caller looks up only those.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct ReadsRpki {
+    pub validity: bool,
+    pub aspa: bool,
+}
+
+impl ReadsRpki {
+    pub fn any(&self) -> bool {
+        self.validity || self.aspa
+    }
+
+    fn or(self, o: ReadsRpki) -> ReadsRpki {
+        ReadsRpki {
+            validity: self.validity || o.validity,
+            aspa: self.aspa || o.aspa,
+        }
+    }
 }
 
 impl Statement {
@@ -220,6 +249,26 @@ pub struct Subject<'a> {
     pub source: &'a Source,
     /// In an export chain, the AS of the neighbors the route goes to (route-server-control).
     pub receiver_as: Option<u32>,
+    /// The route's RPKI states, where the caller looked them up ([`Chain::reads_rpki`]).
+    pub rpki: RpkiStates,
+}
+
+/// A route's RPKI states as `validation-state` and `aspa-state` see them; a state not
+/// looked up (no RPKI data) is not-found / unknown.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct RpkiStates {
+    pub validity: Option<Validity>,
+    pub aspa: Option<AspaState>,
+}
+
+impl RpkiStates {
+    pub fn validity(&self) -> Validity {
+        self.validity.unwrap_or(Validity::NotFound)
+    }
+
+    pub fn aspa(&self) -> AspaState {
+        self.aspa.unwrap_or(AspaState::Unknown)
+    }
 }
 
 /// The attributes a condition reads, found in one pass when first needed.
@@ -288,6 +337,8 @@ impl Cond {
                 | Cond::PeerAs(_)
                 | Cond::RouteType { .. }
                 | Cond::NextHop(_)
+                | Cond::Validation(_)
+                | Cond::Aspa(_)
         )
     }
 
@@ -339,6 +390,8 @@ impl Term {
                 Cond::PeerAs(list) => list.contains(&s.source.peer_as),
                 Cond::RouteType { internal } => s.source.internal == *internal,
                 Cond::NextHop(list) => list.iter().any(|a| next_hop_is(s.next_hop, a)),
+                Cond::Validation(states) => states.contains(&s.rpki.validity()),
+                Cond::Aspa(states) => states.contains(&s.rpki.aspa()),
                 // Without a memo, in the configured order; with one, after the rest.
                 _ if !M::ON => c.holds_for(scan.get_or_insert_with(|| Scanned::of(s.attrs))),
                 _ => {
@@ -527,6 +580,7 @@ pub struct Chain {
     default_accept: bool,
     fingerprint: u64,
     reads_prefix: bool,
+    reads_rpki: ReadsRpki,
 }
 
 impl PartialEq for Chain {
@@ -551,12 +605,14 @@ impl Chain {
         let mut names = Vec::new();
         let mut its = Vec::new();
         let mut reads_prefix = false;
+        let mut reads_rpki = ReadsRpki::default();
         for (n, i) in items {
             n.hash(&mut h);
             match &i {
                 Item::Statement(s) => {
                     s.fingerprint.hash(&mut h);
                     reads_prefix |= s.reads_prefix;
+                    reads_rpki = reads_rpki.or(s.reads_rpki);
                 }
                 Item::RouteServerControl { asn } => asn.hash(&mut h),
                 Item::Accept | Item::Reject => {}
@@ -570,6 +626,7 @@ impl Chain {
             default_accept,
             fingerprint: h.finish(),
             reads_prefix,
+            reads_rpki,
         }
     }
 
@@ -613,6 +670,13 @@ impl Chain {
     /// chain reads the prefix): then results are cached by verdict, not by set.
     pub fn reads_prefix(&self) -> bool {
         self.reads_prefix
+    }
+
+    /// Which RPKI states the chain reads: the caller looks them up for [`Subject::rpki`].
+    /// A chain that reads one also [`Chain::reads_prefix`], so its results are never
+    /// cached by attribute set alone (the states change with the RPKI data).
+    pub fn reads_rpki(&self) -> ReadsRpki {
+        self.reads_rpki
     }
 
     /// Whether the chain reads the receivers' AS (`route-server-control`): an update group

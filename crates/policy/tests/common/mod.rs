@@ -155,6 +155,7 @@ pub fn run_chain(chain: &Chain, r: &Route, receiver_as: Option<u32>) -> Outcome 
         next_hop: &nh,
         source: &r.source,
         receiver_as,
+        rpki: Default::default(),
     };
     let v = chain.evaluate(&s);
     let modified = (v.accept && !v.trace.is_empty()).then(|| {

@@ -145,6 +145,7 @@ fn subject<'a>(
         next_hop: attrs.next_hop(),
         source,
         receiver_as: (spec.peer_as != 0).then_some(spec.peer_as),
+        rpki: Default::default(),
     }
 }
 

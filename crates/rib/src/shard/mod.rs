@@ -19,6 +19,7 @@ use smallvec::SmallVec;
 use std::sync::Arc;
 
 mod dump_order;
+mod rpki;
 mod view;
 pub use dump_order::{DumpKey, DumpOrder, DumpPlace, DumpSet};
 pub use view::{Ineligible, PathFilter, PathState, PathView, RouteView, Within};
@@ -357,6 +358,10 @@ pub struct Shard {
     import_cache: ImportCache,
     /// Each next hop's resolution and where its paths are.
     next_hops: NextHops,
+    /// The RPKI data import policies validate against, once some came.
+    rpki: Option<Arc<ribshard_rpki::Snapshot>>,
+    /// The prefixes by ROA range, kept while `rpki` is set.
+    rpki_index: rpki::RpkiIndex,
 }
 
 impl Shard {
@@ -379,6 +384,8 @@ impl Shard {
             imports: Vec::new(),
             import_cache: ImportCache::default(),
             next_hops: NextHops::new(resolver),
+            rpki: None,
+            rpki_index: rpki::RpkiIndex::default(),
         }
     }
 
@@ -539,8 +546,18 @@ impl Shard {
                 return;
             }
         }
+        if self.rpki.is_some() && d.paths.is_empty() {
+            self.rpki_index.add(&prefix);
+        }
         let (attrs, rejected) = match self.imports.get(peer as usize) {
-            Some(Some(imp)) => import::apply(imp, peer, attrs, &prefix, &mut self.import_cache),
+            Some(Some(imp)) => import::apply(
+                imp,
+                peer,
+                attrs,
+                &prefix,
+                &mut self.import_cache,
+                self.rpki.as_deref(),
+            ),
             _ => (attrs.clone(), false),
         };
         let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
@@ -681,30 +698,16 @@ impl Shard {
             let nh = &mut self.next_hops;
             let n = match walk.op {
                 WalkOp::Reimport => {
-                    let mut n = 0;
-                    for i in 0..d.paths.len() {
-                        let Some(p) = d.paths.get(i).filter(|p| !p.gone() && p.peer == peer) else {
-                            continue;
-                        };
-                        let received = p.attrs.as_received().clone();
-                        let (attrs, rejected) = match &imp {
-                            Some(imp) => {
-                                import::apply(imp, peer, &received, prefix, &mut self.import_cache)
-                            }
-                            None => (received, false),
-                        };
-                        if Arc::ptr_eq(&attrs, &p.attrs) && rejected == p.rejected() {
-                            continue;
-                        }
-                        // A new version: export compares it with the one reported.
-                        self.arrival = self.arrival.wrapping_add(1);
-                        let mut new = Path::new(peer, p.path_id, attrs, self.arrival, p.since());
-                        new.set_rejected(rejected);
-                        new.set_stale(p.stale());
-                        Self::replace(tally, nh, d, at, Some(i), new, family);
-                        n += 1;
-                    }
-                    n
+                    let mut ctx = Reimport {
+                        imp: imp.as_deref(),
+                        peer,
+                        cache: &mut self.import_cache,
+                        rpki: self.rpki.as_deref(),
+                        arrival: &mut self.arrival,
+                        tally,
+                        next_hops: nh,
+                    };
+                    ctx.paths(prefix, d, at, family)
                 }
                 WalkOp::Remove => d.remove_where(tally, nh, family, |p| p.peer == peer),
                 WalkOp::FlushStale(f) if in_family(&f) => {
@@ -830,6 +833,12 @@ impl Shard {
                 to.journal.push(at);
             }
         }
+        if let Some(r) = &self.rpki {
+            for to in into.iter_mut() {
+                to.rpki = Some(r.clone());
+                to.index_all();
+            }
+        }
     }
 
     /// Decides every prefix touched since the last call, once each, and returns those whose
@@ -921,11 +930,54 @@ impl Shard {
             }
             d.paths.retain(|p| !p.gone());
             if d.paths.is_empty() {
+                // (The RPKI index learns it is gone when it next looks.)
                 self.dests.remove_at(at);
             }
         }
         self.scratch = scratch;
         count
+    }
+}
+
+/// What applying a peer's import policy again to its paths of one prefix needs of the
+/// shard, apart from its table (the entry is borrowed for change meanwhile).
+struct Reimport<'a> {
+    /// None: accept everything unchanged.
+    imp: Option<&'a Import>,
+    peer: PeerIndex,
+    cache: &'a mut ImportCache,
+    rpki: Option<&'a ribshard_rpki::Snapshot>,
+    arrival: &'a mut u32,
+    tally: &'a mut Tally,
+    next_hops: &'a mut NextHops,
+}
+
+impl Reimport<'_> {
+    /// Replaces each of the peer's paths whose result changed; how many did.
+    fn paths(&mut self, prefix: &Prefix, d: &mut Dest, at: Handle, family: usize) -> usize {
+        let peer = self.peer;
+        let mut n = 0;
+        for i in 0..d.paths.len() {
+            let Some(p) = d.paths.get(i).filter(|p| !p.gone() && p.peer == peer) else {
+                continue;
+            };
+            let received = p.attrs.as_received().clone();
+            let (attrs, rejected) = match self.imp {
+                Some(imp) => import::apply(imp, peer, &received, prefix, self.cache, self.rpki),
+                None => (received, false),
+            };
+            if Arc::ptr_eq(&attrs, &p.attrs) && rejected == p.rejected() {
+                continue;
+            }
+            // A new version: export compares it with the one reported.
+            *self.arrival = self.arrival.wrapping_add(1);
+            let mut new = Path::new(peer, p.path_id, attrs, *self.arrival, p.since());
+            new.set_rejected(rejected);
+            new.set_stale(p.stale());
+            Shard::replace(self.tally, self.next_hops, d, at, Some(i), new, family);
+            n += 1;
+        }
+        n
     }
 }
 

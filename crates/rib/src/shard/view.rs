@@ -26,6 +26,8 @@ pub struct PathView {
     pub multipath: bool,
     /// The import policy and term that accepted or rejected it (when the view explains).
     pub import: Option<String>,
+    /// Its origin validation state (RFC 6811), when the shard has RPKI data.
+    pub validity: Option<ribshard_rpki::Validity>,
 }
 
 /// Where a path stands in the decision process.
@@ -199,6 +201,7 @@ impl Shard {
                         .explain
                         .then(|| self.import_decision(&prefix, p))
                         .flatten(),
+                    validity: self.validity_of(&prefix, p),
                 });
             }
             // The active path first, then the others by preference, then the ineligible.
@@ -234,6 +237,7 @@ impl Shard {
             next_hop: received.next_hop(),
             source: &imp.source,
             receiver_as: None,
+            rpki: Default::default(),
         });
         Some(imp.chain.describe(&v.by))
     }
@@ -269,6 +273,7 @@ impl Shard {
                 state,
                 multipath: false,
                 import: None,
+                validity: self.validity_of(&prefix, p),
             });
         }
         // Active first, then by preference (two paths need no comparison), then ineligible.

@@ -516,6 +516,20 @@ impl ShardWorker {
                     );
                 }
             }
+            Broadcast::Rpki(snapshot) => {
+                let version = snapshot.version;
+                let (looked, aspa_peers) = self.shard.set_rpki(snapshot);
+                for peer in aspa_peers {
+                    let w = self.shard.walk(peer, WalkOp::Reimport);
+                    self.walks.push_back(w);
+                }
+                tracing::debug!(
+                    shard = self.index,
+                    version,
+                    prefixes = looked,
+                    "RPKI data changed: imported the affected paths again"
+                );
+            }
             Broadcast::PeerDown {
                 peer,
                 stale,

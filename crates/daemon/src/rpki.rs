@@ -1,0 +1,55 @@
+//! The RTR client plugged into the pipeline: each snapshot it publishes goes to every
+//! shard as an input (`Broadcast::Rpki`), in order with everything else handed on.
+
+use crate::config::rpki::RpkiConfig;
+use crate::state::Daemon;
+use ribshard_rpki::client::Client;
+use std::sync::Arc;
+use tracing::{info, warn};
+
+impl Daemon {
+    /// Starts the RTR client for `config`, replacing the one running (`None`: none runs;
+    /// the shards keep the last snapshot handed to them, as after a cache failure, until
+    /// a new client's first data replaces it).
+    pub fn set_rpki(&self, config: Option<&RpkiConfig>) {
+        let mut slot = self.rpki.lock().unwrap_or_else(|e| e.into_inner());
+        // The old client ends first (its thread is joined), so no snapshot of it can
+        // follow the new one's.
+        *slot = None;
+        let Some(config) = config else {
+            return;
+        };
+        // The client's thread drives its own runtime, where handing on (which waits for
+        // room in the shards' queues) may not block: a thread of its own hands the
+        // snapshots on, in order, and ends with the client (its sender goes).
+        let pipeline = self.pipeline.clone();
+        let (tx, rx) = std::sync::mpsc::channel::<ribshard_rpki::Snapshot>();
+        let inlet = std::thread::Builder::new()
+            .name("rs-rpki-in".into())
+            .spawn(move || {
+                for snap in rx {
+                    pipeline.deliver_blocking(pipeline.rpki_changed(Arc::new(snap)));
+                }
+            });
+        if let Err(e) = inlet {
+            warn!(error = %e, "rpki: the RTR client did not start");
+            return;
+        }
+        let publish = Box::new(move |snap: ribshard_rpki::Snapshot| {
+            let (v4, v6) = snap.vrps.counts();
+            info!(
+                version = snap.version,
+                vrps_v4 = v4,
+                vrps_v6 = v6,
+                aspas = snap.aspas.len(),
+                changed_roa_prefixes = snap.changed.len(),
+                "rpki: new data from the cache"
+            );
+            let _ = tx.send(snap);
+        });
+        match Client::start(config.clone(), publish) {
+            Ok(c) => *slot = Some(c),
+            Err(e) => warn!(error = %e, "rpki: the RTR client did not start"),
+        }
+    }
+}
