@@ -11,7 +11,9 @@ use common::*;
 use std::time::Instant;
 
 /// A /24 of each of these /16s: 10.1 has a ROA for the upstream's AS (valid), 10.2 one
-/// for another AS (invalid), 10.3 none (not found).
+/// for another AS (invalid), 10.3 none (not found); 10.4 has none either but comes with
+/// AS 65010 behind the upstream, whose ASPA record names another provider (a leak: ASPA
+/// invalid).
 const PER_BLOCK: usize = 10;
 
 fn roas(ten_two_as: u32) -> String {
@@ -20,7 +22,8 @@ fn roas(ten_two_as: u32) -> String {
   {{"asn": "AS65041", "prefix": "10.1.0.0/16", "maxLength": 24}},
   {{"asn": "AS{ten_two_as}", "prefix": "10.2.0.0/16", "maxLength": 24}},
   {{"asn": "AS65099", "prefix": "2001:db8::/32", "maxLength": 48}}
-], "aspas": [{{"customer": 65041, "providers": [65040]}}]}}"#
+], "aspas": [{{"customer": 65041, "providers": [65040]}},
+  {{"customer": 65010, "providers": [65020]}}]}}"#
     )
 }
 
@@ -30,6 +33,10 @@ fn bird(addr: &str, asn: u32, port: u16, port_r: u16, statics: &str, export: &st
 log "DIR/bird.log" all;
 protocol device {{}}
 protocol static s4 {{ ipv4; {statics} }}
+filter leak {{
+  if net ~ [ 10.4.0.0/16+ ] then bgp_path.prepend(65010);
+  accept;
+}}
 protocol bgp ribsh {{
   local {addr} port {port} as {asn};
   neighbor 127.0.0.40 port {port_r} as 65040;
@@ -102,6 +109,10 @@ members = ["65040:2"]
 [policy-options.community.ovs-valid]
 members = ["origin-validation-state:valid"]
 [[policy-options.policy-statement.rov.term]]
+name = "aspa-invalid"
+from = {{ aspa-state = "invalid" }}
+then = {{ action = "reject" }}
+[[policy-options.policy-statement.rov.term]]
 name = "invalid"
 from = {{ validation-state = "invalid" }}
 then = {{ action = "reject" }}
@@ -155,14 +166,14 @@ then = {{ community-add = ["unknown"], action = "accept" }}
         std::fs::create_dir_all(&d).unwrap();
         d
     };
-    let statics: String = [1, 2, 3]
+    let statics: String = [1, 2, 3, 4]
         .iter()
         .flat_map(|b| block(*b))
         .map(|r| format!("route {r} blackhole; "))
         .collect();
     let _a = Bird::start(
         &sub("a"),
-        &bird("127.0.0.41", 65041, port_a, port_r, &statics, "all"),
+        &bird("127.0.0.41", 65041, port_a, port_r, &statics, "filter leak"),
     );
     let b = Bird::start(
         &sub("b"),
@@ -191,6 +202,12 @@ then = {{ community-add = ["unknown"], action = "accept" }}
     assert!(!invalid.contains("10.1.0.0/24"), "{invalid}");
     let (detail, _) = cli(&sock, &["show", "route", "10.1.0.0/24", "detail"]);
     assert!(detail.contains("Validation State: valid"), "{detail}");
+    // The leak was refused by its ASPA state, not its origin validation (not found).
+    let (leak, _) = cli(&sock, &["show", "route", "10.4.0.0/24", "detail", "rejected"]);
+    assert!(
+        leak.contains("65041 65010") && leak.contains("Validation State: not-found"),
+        "{leak}"
+    );
 
     // The cache now has 10.2.0.0/16 for the upstream's AS: the invalid routes become
     // valid and reach the downstream, with no session reset and no route refresh.
