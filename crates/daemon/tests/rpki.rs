@@ -203,7 +203,10 @@ then = {{ community-add = ["unknown"], action = "accept" }}
     let (detail, _) = cli(&sock, &["show", "route", "10.1.0.0/24", "detail"]);
     assert!(detail.contains("Validation State: valid"), "{detail}");
     // The leak was refused by its ASPA state, not its origin validation (not found).
-    let (leak, _) = cli(&sock, &["show", "route", "10.4.0.0/24", "detail", "rejected"]);
+    let (leak, _) = cli(
+        &sock,
+        &["show", "route", "10.4.0.0/24", "detail", "rejected"],
+    );
     assert!(
         leak.contains("65041 65010") && leak.contains("Validation State: not-found"),
         "{leak}"

@@ -83,6 +83,19 @@ pub(crate) struct ImportCache {
     /// the address the memo knows it by is not given to another set meanwhile).
     memo: SetMemo,
     memo_for: Option<Arc<RouteAttrs>>,
+    /// What the RPKI states of the last received set were, apart from the prefix: its
+    /// origin AS and ASPA state (per snapshot version and ASPA procedure). The routes of an
+    /// UPDATE share their set, so a path is parsed and verified once for all of them.
+    rpki_last: Option<RpkiLast>,
+}
+
+struct RpkiLast {
+    set: Arc<RouteAttrs>,
+    version: u64,
+    from_provider: bool,
+    own_as: u32,
+    origin: Option<u32>,
+    aspa: Option<ribshard_rpki::AspaState>,
 }
 
 /// The set made keeps the received one alive (it is that set, or links to it), so the
@@ -143,6 +156,7 @@ impl ImportCache {
     /// Lets go of the sets the last result holds.
     pub(crate) fn forget_last(&mut self) {
         self.last = None;
+        self.rpki_last = None;
         self.forget_memo();
     }
 
@@ -167,6 +181,7 @@ impl ImportCache {
     /// Forgets a peer's results (its policy changed).
     pub(crate) fn forget(&mut self, peer: PeerIndex) {
         self.last = None;
+        self.rpki_last = None;
         // The memo knows a chain by its address, which a new policy's chain may take.
         self.forget_memo();
         self.by_set.retain(|k, _| k.0 != peer);
@@ -215,7 +230,9 @@ pub(crate) fn apply(
         source: &imp.source,
         receiver_as: None,
         rpki: match (chain.reads_rpki(), rpki) {
-            (reads, Some(r)) if reads.any() => states(imp, received.raw(), prefix, r, reads),
+            (reads, Some(r)) if reads.any() => {
+                cached_states(imp, received, prefix, r, reads, &mut cache.rpki_last)
+            }
             _ => RpkiStates::default(),
         },
     };
@@ -282,6 +299,78 @@ pub(crate) fn apply(
     let out = (made, false);
     cache.remember(peer, received, trace, &out);
     out
+}
+
+/// [`states`], the parts that depend on the attribute set alone taken from the last set's.
+fn cached_states(
+    imp: &Import,
+    received: &Arc<RouteAttrs>,
+    prefix: &Prefix,
+    rpki: &Snapshot,
+    reads: ReadsRpki,
+    last: &mut Option<RpkiLast>,
+) -> RpkiStates {
+    let hit = last.as_ref().filter(|l| {
+        Arc::ptr_eq(&l.set, received)
+            && l.version == rpki.version
+            && l.from_provider == imp.from_provider
+            && l.own_as == imp.own_as
+            && (l.aspa.is_some() || !reads.aspa)
+    });
+    let (origin, aspa) = match hit {
+        Some(l) => (l.origin, l.aspa),
+        None => {
+            let s = states(
+                imp,
+                received.raw(),
+                prefix,
+                rpki,
+                ReadsRpki {
+                    validity: false,
+                    ..reads
+                },
+            );
+            let path = RawAttrIter::new(received.raw())
+                .find(|a| a.type_code == attr::AS_PATH)
+                .map_or(&[][..], |a| a.value);
+            let origin = origin_of(path, imp.own_as);
+            *last = Some(RpkiLast {
+                set: received.clone(),
+                version: rpki.version,
+                from_provider: imp.from_provider,
+                own_as: imp.own_as,
+                origin,
+                aspa: s.aspa,
+            });
+            (origin, s.aspa)
+        }
+    };
+    RpkiStates {
+        validity: reads.validity.then(|| rpki.vrps.validate(prefix, origin)),
+        aspa,
+    }
+}
+
+/// The origin AS as RFC 6811 section 2 defines it ([`as_path`]'s third part), without
+/// collecting the path.
+fn origin_of(path: &[u8], own_as: u32) -> Option<u32> {
+    use ribshard_wire::update::segment;
+    let mut origin = Some(own_as);
+    let mut at = 0usize;
+    while let (Some(&kind), Some(&count)) = (path.get(at), path.get(at + 1)) {
+        let end = at + 2 + 4 * usize::from(count);
+        match kind {
+            segment::AS_SEQUENCE if count > 0 => {
+                origin = path
+                    .get(end - 4..end)
+                    .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+            }
+            segment::AS_SET => origin = None,
+            _ => {}
+        }
+        at = end;
+    }
+    origin
 }
 
 /// The RPKI states of a route the chain reads: origin validation (RFC 6811) and ASPA.

@@ -191,3 +191,32 @@ fn aspa_changes_ask_for_a_walk_of_the_peers_that_read_it() {
     assert_eq!(c.len(), 1);
     assert!(c[0].best.is_none());
 }
+
+#[test]
+fn data_before_the_routes_and_a_change_after() {
+    let mut s = Shard::new(Options::default());
+    let first = snapshot(
+        1,
+        &VrpTable::default(),
+        vec![Vrp::new(p16(1), 24, 65001)],
+        AspaTable::default(),
+    );
+    s.set_rpki(first.clone());
+    let info = peer(0);
+    s.set_peer(0, info);
+    s.set_import(0, import(&info, "rov"));
+    for i in 0..10 {
+        s.announce(0, &attrs(&[65001]), [Nlri::new(p(1, i))]);
+    }
+    assert_eq!(s.drain_changes().len(), 10);
+    let second = snapshot(
+        2,
+        &first.vrps,
+        vec![Vrp::new(p16(1), 24, 65002)],
+        AspaTable::default(),
+    );
+    let (looked, _) = s.set_rpki(second);
+    assert_eq!(looked, 10);
+    assert_eq!(s.drain_changes().len(), 10);
+    assert_eq!(accepted(&s, &p(1, 3)), 0);
+}

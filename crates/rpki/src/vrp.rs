@@ -182,6 +182,9 @@ pub struct VrpTable {
     records: Vec<Vrp>,
     nodes: Vec<Node>,
     v4: usize,
+    /// For IPv4: where the nodes of each /16 begin (65,537 entries), so a lookup searches
+    /// one /16's nodes, not the whole table.
+    by16: Vec<u32>,
 }
 
 /// What a new table changed: the ROA prefixes whose records differ, sorted; every route
@@ -221,7 +224,23 @@ impl VrpTable {
             stack.push(at);
         }
         let v4 = records.iter().take_while(|r| !r.prefix.v6).count();
-        VrpTable { records, nodes, v4 }
+        let mut by16 = Vec::with_capacity(65_537);
+        let mut at = 0usize;
+        for top in 0..=65_536u32 {
+            while nodes
+                .get(at)
+                .is_some_and(|n| !n.key.v6 && ((n.key.addr >> 112) as u32) < top)
+            {
+                at += 1;
+            }
+            by16.push(at as u32);
+        }
+        VrpTable {
+            records,
+            nodes,
+            v4,
+            by16,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -254,7 +273,15 @@ impl VrpTable {
 
     /// Calls `f` on each record covering `k` until it returns true; whether any covered.
     fn walk_covering(&self, k: &Key, mut f: impl FnMut(&Vrp) -> bool) -> bool {
-        let at = self.nodes.partition_point(|n| n.key <= *k);
+        let top = (k.addr >> 112) as usize;
+        let at = match (k.v6, self.by16.get(top), self.by16.get(top + 1)) {
+            // Nodes of lower /16s are all before the key, of higher ones all after it.
+            (false, Some(&lo), Some(&hi)) => {
+                let slice = self.nodes.get(lo as usize..hi as usize).unwrap_or(&[]);
+                lo as usize + slice.partition_point(|n| n.key <= *k)
+            }
+            _ => self.nodes.partition_point(|n| n.key <= *k),
+        };
         let mut i = match at.checked_sub(1) {
             Some(i) => i as u32,
             None => return false,

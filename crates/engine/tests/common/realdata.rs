@@ -209,7 +209,20 @@ pub fn into_shard_with_import(
     tables: &[Table],
     import: Option<Arc<ribshard_policy::Chain>>,
 ) -> Shard {
+    into_shard_validating(tables, import, None)
+}
+
+/// [`into_shard_with_import`], the shard holding `rpki` before the first route comes.
+#[allow(dead_code)]
+pub fn into_shard_validating(
+    tables: &[Table],
+    import: Option<Arc<ribshard_policy::Chain>>,
+    rpki: Option<Arc<ribshard_rpki::Snapshot>>,
+) -> Shard {
     let mut s = Shard::new(Options::default());
+    if let Some(r) = rpki {
+        s.set_rpki(r);
+    }
     for (i, t) in tables.iter().enumerate() {
         s.set_peer(i as u32, info(t));
         if let Some(chain) = &import {
