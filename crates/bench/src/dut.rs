@@ -83,6 +83,8 @@ pub struct Topology {
     pub import_table: bool,
     /// The DUT writes its best paths to the kernel's main table (`--fib`).
     pub fib: bool,
+    /// `--rpki`: the RTR cache's port on 127.0.0.1 ([`crate::rpki`]); import validates.
+    pub rpki: Option<u16>,
 }
 
 impl Topology {
@@ -523,6 +525,8 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
             Role::Transit => {
                 let (import, export) = if t.policy.is_some() {
                     ("transit-in", "tag-out")
+                } else if t.rpki.is_some() {
+                    ("rov", "accept")
                 } else {
                     ("accept", "accept")
                 };
@@ -555,6 +559,9 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     if let Some(f) = t.policy {
         s.push_str(&crate::policy::ribshard(f));
     }
+    if let Some(port) = t.rpki {
+        s.push_str(&crate::rpki::ribshard_config(port));
+    }
     if t.fib {
         s.push_str("\n[fib]\ntable = 254\n");
     }
@@ -574,6 +581,9 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
     );
     if let Some(f) = t.policy {
         s.push_str(&crate::policy::bird(f));
+    }
+    if let Some(port) = t.rpki {
+        s.push_str(&crate::rpki::bird_config(port));
     }
     // The table BGP resolves next hops through: with `--fib`, a table of its own, so the
     // routes that stand for the IGP are neither exported to BGP peers nor to the kernel.
@@ -606,10 +616,11 @@ fn bird_config(t: &Topology, dir: &Path) -> String {
                 "multihop;",
                 format!(
                     "import {}; export {};{}{}",
-                    match (n.sends, t.policy.is_some()) {
-                        (false, _) => "none",
-                        (true, false) => "all",
-                        (true, true) => "filter transit_in",
+                    match (n.sends, t.policy.is_some(), t.rpki.is_some()) {
+                        (false, _, _) => "none",
+                        (true, true, _) => "filter transit_in",
+                        (true, false, true) => "filter rov_in",
+                        (true, false, false) => "all",
                     },
                     match (n.receives, t.policy.is_some()) {
                         (false, _) => "none",

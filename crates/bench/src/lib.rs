@@ -18,6 +18,7 @@ pub mod overload;
 pub mod policy;
 pub mod relay;
 pub mod report;
+pub mod rpki;
 pub mod scenario;
 pub mod show;
 pub mod speaker;

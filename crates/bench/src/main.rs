@@ -92,6 +92,11 @@ enum Command {
         /// control socket). full-table and two-full-tables.
         #[arg(long)]
         overload: bool,
+        /// Route origin validation on import against 600,000 VRPs served by rtrtr: ROV-invalid
+        /// routes rejected (ribshard `validation-state`, BIRD `roa_check`), and with ribshard
+        /// ASPA verification too. full-table and two-full-tables; ribshard and bird2.
+        #[arg(long)]
+        rpki: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -183,6 +188,7 @@ fn main() -> ExitCode {
             policy_change,
             fib,
             overload,
+            rpki,
         } => {
             let opts = Options {
                 scenario,
@@ -207,6 +213,7 @@ fn main() -> ExitCode {
                 policy_change,
                 fib,
                 overload,
+                rpki,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

@@ -150,6 +150,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         fib_routes: None,
         fib_lost: false,
         overload: None,
+        rpki: opts.rpki,
     }
 }
 
@@ -265,6 +266,7 @@ pub fn run_matrix<E>(
                 policy_change: false,
                 fib: false,
                 overload: false,
+                rpki: false,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

@@ -49,6 +49,9 @@ pub struct Feed {
     pub prefixes: Vec<u64>,
     /// The prefixes whose route `--policy`'s transit filter accepts ([`crate::policy`]).
     pub accepted: hashbrown::HashSet<u64>,
+    /// Each prefix's origin AS (the last of its AS_PATH's AS_SEQUENCE; none after an
+    /// AS_SET), for `--rpki`'s ROAs and expectations.
+    pub origins: hashbrown::HashMap<u64, Option<u32>>,
     /// Number of UPDATE messages (End-of-RIB included).
     pub messages: usize,
 }
@@ -60,8 +63,10 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
     let mut slot: HashMap<Vec<u8>, usize> = HashMap::new();
     let mut prefixes = Vec::new();
     let mut accepted = hashbrown::HashSet::new();
+    let mut origins = hashbrown::HashMap::new();
     for (attrs, p) in routes {
         prefixes.push(key(&p));
+        origins.insert(key(&p), crate::rpki::origin(&attrs));
         if crate::policy::passes(&attrs, &p) {
             accepted.insert(key(&p));
         }
@@ -95,6 +100,7 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
         bytes,
         prefixes,
         accepted,
+        origins,
         messages: messages + 1,
     }
 }

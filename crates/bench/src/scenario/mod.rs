@@ -142,6 +142,8 @@ pub struct Options {
     pub fib: bool,
     /// Overload beside the timed routes ([`crate::overload`]).
     pub overload: bool,
+    /// Route origin validation (and ASPA, ribshard) on import ([`crate::rpki`]).
+    pub rpki: bool,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -163,6 +165,8 @@ pub enum BenchError {
     NoRelay(&'static str),
     #[error("--policy and --policy-change run with ribshard and bird2 on full-table or two-full-tables, not {0}")]
     NoPolicy(String),
+    #[error("--rpki: {0}")]
+    Rpki(String),
     #[error("--fib runs with ribshard and bird2, not {0}")]
     NoFib(&'static str),
     #[error(transparent)]
@@ -240,6 +244,9 @@ pub struct RunResult {
     /// With the transit filter on import and a tagging export policy ([`crate::policy`]).
     #[serde(default)]
     pub policy: bool,
+    /// `--rpki`: ROV (and ASPA, ribshard) on import against 600,000 VRPs.
+    #[serde(default)]
+    pub rpki: bool,
     /// `--policy-change`: the reload that followed convergence.
     #[serde(default)]
     pub policy_change: Option<PolicyChange>,
@@ -401,9 +408,10 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         path: dir.clone(),
         source,
     })?;
-    if (opts.policy || opts.policy_change)
-        && (!matches!(opts.scenario, Scenario::FullTable | Scenario::TwoFullTables)
-            || !matches!(opts.dut, DutKind::Ribshard | DutKind::Bird2))
+    if (opts.policy && opts.rpki)
+        || (opts.policy || opts.policy_change || opts.rpki)
+            && (!matches!(opts.scenario, Scenario::FullTable | Scenario::TwoFullTables)
+                || !matches!(opts.dut, DutKind::Ribshard | DutKind::Bird2))
     {
         return Err(BenchError::NoPolicy(format!(
             "{} on {}",
@@ -420,7 +428,37 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         // restart) and the table would never be seen completed.
         crate::kernel::flush(p).map_err(BenchError::KernelFlush)?;
     }
+    let mut plan = plan;
+    let cache = match &plan.rpki {
+        Some(s) => {
+            let c = crate::rpki::Cache::start(&dir, s).map_err(BenchError::Rpki)?;
+            plan.topo.rpki = Some(c.port);
+            tracing::info!("rtrtr serves {} VRPs and {} ASPA records", s.total, s.aspas);
+            Some(c)
+        }
+        None => None,
+    };
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
+    if let Some(s) = &plan.rpki {
+        // The clock starts with the RPKI data in place, as on a router running for a while.
+        let cmd = crate::show::commands(&dut)
+            .map(|c| c.summary)
+            .unwrap_or_default();
+        let base: Vec<String> = cmd.iter().take(3).cloned().collect();
+        let bird = opts.dut == DutKind::Bird2;
+        let end = std::time::Instant::now() + Duration::from_secs(180);
+        while !crate::rpki::ready(&base, bird, s.v4) {
+            if std::time::Instant::now() > end {
+                return Err(BenchError::Rpki(format!(
+                    "{} did not load the {} IPv4 VRPs within 180 s",
+                    opts.dut.name(),
+                    s.v4
+                )));
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        tracing::info!("{} holds the RPKI data", opts.dut.name());
+    }
     if opts.print_config {
         let text = std::fs::read_to_string(&dut.config).unwrap_or_default();
         println!(
@@ -433,6 +471,7 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
     let version = dut.version.clone();
     let peak = dut.memory().1;
     dut.stop();
+    drop(cache);
     let (mut r, base_rss) = result?;
     r.dut_version = version;
     r.dut_peak_rss_bytes = peak;
@@ -807,6 +846,7 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         through: opts.through_bird.then(|| "bird2".to_string()),
         relay_cpu_s,
         policy: opts.policy,
+        rpki: opts.rpki,
         policy_change,
         fib_s: fib.map(|f| f.0),
         fib_routes: fib.map(|f| f.1),

@@ -26,6 +26,8 @@ pub(super) struct Plan {
     pub(super) trace: Option<Trace>,
     /// `--overload`: the indices of its neighbors ([`crate::overload::neighbors`]).
     pub(super) overload: std::ops::Range<usize>,
+    /// `--rpki`: the RPKI served, and what it rejects.
+    pub(super) rpki: Option<crate::rpki::Synth>,
 }
 
 fn addr(net: u8, i: usize) -> Ipv4Addr {
@@ -195,6 +197,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             ),
     )?);
     let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
+    let rpki = opts.rpki.then(|| crate::rpki::synth(&feeds));
     // Receivers in the rr setups (sources included) are checked only where they are not
     // sources: a source gets the reflected best paths of the others, which depend on ties.
     let expected_with = |trace: Option<&Trace>, filter: Filter| -> Vec<Option<Bits>> {
@@ -216,6 +219,12 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                         for k in &f.prefixes {
                             // With the transit filter: what it accepts of some upstream.
                             if opts.policy && !(f.accepted.contains(k) && filter.keeps(*k)) {
+                                continue;
+                            }
+                            // With --rpki: what is not ROV-invalid from some upstream.
+                            if rpki.as_ref().is_some_and(|r| {
+                                r.invalid.get(j).is_some_and(|inv| inv.contains(k))
+                            }) {
                                 continue;
                             }
                             if let Some(x) = index.get(*k) {
@@ -263,7 +272,9 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             policy: opts.policy.then_some(Filter::FIRST),
             import_table: opts.policy_change,
             fib: opts.fib,
+            rpki: None,
         },
+        rpki,
         feeds,
         expected,
         after_trace,
