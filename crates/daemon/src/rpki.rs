@@ -14,8 +14,14 @@ impl Daemon {
     pub fn set_rpki(&self, config: Option<&RpkiConfig>) {
         let mut slot = self.rpki.lock().unwrap_or_else(|e| e.into_inner());
         // The old client ends first (its thread is joined), so no snapshot of it can
-        // follow the new one's.
-        *slot = None;
+        // follow the new one's; the new one starts from what the shards hold.
+        let last = slot
+            .take()
+            .map(|c| {
+                let s = c.status.lock().unwrap_or_else(|e| e.into_inner());
+                s.current.clone()
+            })
+            .unwrap_or_default();
         let Some(config) = config else {
             return;
         };
@@ -47,7 +53,7 @@ impl Daemon {
             );
             let _ = tx.send(snap);
         });
-        match Client::start(config.clone(), publish) {
+        match Client::start(config.clone(), publish, last) {
             Ok(c) => *slot = Some(c),
             Err(e) => warn!(error = %e, "rpki: the RTR client did not start"),
         }

@@ -122,8 +122,15 @@ pub struct Client {
 }
 
 impl Client {
-    /// Starts the client on its own thread (`rs-rtr`).
-    pub fn start(config: ClientConfig, publish: Publish) -> std::io::Result<Client> {
+    /// Starts the client on its own thread (`rs-rtr`). `last`: the snapshot the shards
+    /// hold now (a client started again by a reload), which the first data is compared
+    /// with, so the routes a changed cache set no longer covers are judged again too, and
+    /// whose version the next one follows.
+    pub fn start(
+        config: ClientConfig,
+        publish: Publish,
+        last: Snapshot,
+    ) -> std::io::Result<Client> {
         let status = Arc::new(Mutex::new(Status {
             caches: config
                 .caches
@@ -163,9 +170,10 @@ impl Client {
                     config,
                     status: st,
                     publish,
-                    vrps: Arc::new(VrpTable::default()),
-                    aspas: Arc::new(AspaTable::default()),
-                    version: 0,
+                    vrps: last.vrps,
+                    aspas: last.aspas,
+                    version: last.version,
+                    published: false,
                     kept_until: None,
                 };
                 rt.block_on(async move {
@@ -200,6 +208,8 @@ struct Run {
     vrps: Arc<VrpTable>,
     aspas: Arc<AspaTable>,
     version: u64,
+    /// Some data of this client's was published.
+    published: bool,
     /// The data in use came from a cache no longer connected: dropped at this time.
     kept_until: Option<Instant>,
 }
@@ -320,9 +330,12 @@ impl Run {
         changed: Vec<crate::Key>,
     ) {
         let aspa_changed = *aspas != *self.aspas;
-        if changed.is_empty() && !aspa_changed && self.version > 0 {
+        // The first data is published even when it changes nothing (a client started
+        // again on the same data): the status shows it as this client's.
+        if changed.is_empty() && !aspa_changed && self.published {
             return;
         }
+        self.published = true;
         self.version += 1;
         self.vrps = vrps.clone();
         self.aspas = aspas.clone();

@@ -471,3 +471,60 @@ fn tcp_ao() {
     assert!(matches!(&e[2].2, ErrorKind::Invalid { why, .. } if why.contains("aes-128-cmac-96")));
     assert!(matches!(&e[3].2, ErrorKind::Invalid { why, .. } if why.contains("not both")));
 }
+
+#[test]
+fn rpki_caches_and_the_policies_that_read_it() {
+    let rov =
+        "[[policy-options.policy-statement.rov.term]]\nfrom = { validation-state = \"invalid\" }\n\
+               then = { action = \"reject\" }\n";
+    let group = "[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n";
+    let c = load_str(&format!(
+        "{HEAD}{group}import = [\"rov\"]\n[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         [rpki]\n[[rpki.cache]]\naddress = \"192.0.2.10\"\n[[rpki.cache]]\naddress = \"192.0.2.11\"\n\
+         port = 3323\npreference = 0\n{rov}"
+    ))
+    .unwrap();
+    let r = c.rpki.unwrap();
+    assert_eq!(r.max_version, 2);
+    assert_eq!(
+        r.caches
+            .iter()
+            .map(|c| (c.address.to_string(), c.preference))
+            .collect::<Vec<_>>(),
+        [
+            ("192.0.2.10:323".to_string(), 0),
+            ("192.0.2.11:3323".to_string(), 0)
+        ]
+    );
+    // A cache without its address, a version we do not speak, and an export policy reading
+    // a state only import looks up: each at its key.
+    let e = errors(&format!(
+        "{HEAD}{group}export = [\"rov\"]\n[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+         [rpki]\nmax-version = 3\n[[rpki.cache]]\nport = 323\n{rov}"
+    ));
+    let keys: Vec<&str> = e.iter().map(|(_, k, _)| k.as_str()).collect();
+    assert_eq!(
+        keys,
+        [
+            "bgp.group[0].export[0]",
+            "rpki.max-version",
+            "rpki.cache[0].address"
+        ],
+        "{e:?}"
+    );
+    // A policy reading validation-state without [rpki]: it loads, with a warning.
+    let checked = check(
+        &format!("{HEAD}{group}import = [\"rov\"]\n[[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n{rov}"),
+        Path::new("test.toml"),
+    );
+    assert!(checked.config.is_ok());
+    assert!(
+        checked
+            .warnings
+            .iter()
+            .any(|w| w.kind == WarningKind::RpkiUnfed
+                && w.key == "bgp.group[0].neighbor[0].import[0]"),
+        "{:?}",
+        checked.warnings
+    );
+}
