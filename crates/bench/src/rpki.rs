@@ -303,3 +303,42 @@ pub fn ready(cmd: &[String], bird: bool, v4: usize) -> bool {
             .is_some_and(|n| n >= v4)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attrs(segments: &[(u8, &[u32])]) -> Vec<u8> {
+        let mut path = Vec::new();
+        for (kind, asns) in segments {
+            path.push(*kind);
+            path.push(asns.len() as u8);
+            for a in *asns {
+                path.extend_from_slice(&a.to_be_bytes());
+            }
+        }
+        let mut a = vec![0x40, attr::AS_PATH, path.len() as u8];
+        a.extend(path);
+        a
+    }
+
+    #[test]
+    fn origin_is_the_last_as_of_a_final_sequence() {
+        assert_eq!(origin(&attrs(&[(segment::AS_SEQUENCE, &[1, 2])])), Some(2));
+        assert_eq!(
+            origin(&attrs(&[
+                (segment::AS_SEQUENCE, &[1]),
+                (segment::AS_SET, &[3, 4])
+            ])),
+            None
+        );
+        assert_eq!(
+            origin(&attrs(&[
+                (segment::AS_SET, &[3]),
+                (segment::AS_SEQUENCE, &[5])
+            ])),
+            Some(5)
+        );
+        assert_eq!(origin(&[]), None);
+    }
+}

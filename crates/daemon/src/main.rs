@@ -47,9 +47,11 @@ enum Command {
     /// [NAME]`, `show bgp convergence`, `show route summary`, `show route [PREFIX|ADDRESS
     /// [exact|longer|orlonger]] [table T] [rib-sharding N] [receive-protocol bgp A]
     /// [advertising-protocol bgp A] [community C] [large-community C] [aspath-regex R]
-    /// [next-hop A] [protocol bgp|local] [active-path] [detail|terse] [hidden] [rejected]
-    /// [count]`, `show route forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show
-    /// thread cpu`, `show work-queues`, `show log level`, `show configuration`.
+    /// [next-hop A] [validation-state valid|invalid|unknown] [protocol bgp|local]
+    /// [active-path] [detail|terse] [hidden] [rejected] [count]`, `show route
+    /// forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show validation session`,
+    /// `show validation database [prefix P] [origin-as N]`, `show thread cpu`, `show
+    /// work-queues`, `show log level`, `show configuration`.
     Show {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true, required = true)]
         words: Vec<String>,
