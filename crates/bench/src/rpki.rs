@@ -254,8 +254,10 @@ impl Drop for Cache {
 
 /// The daemon's configuration for it: ribshard's `[rpki]` and import policy `rov`.
 pub fn ribshard_config(port: u16) -> String {
+    // The neighbors come up once the daemon holds the RPKI data (the clock starts then),
+    // past the update-delay's default establish-wait (5 s after start): it waits for them.
     format!(
-        "\n[rpki]\nretry = 1\n[[rpki.cache]]\naddress = \"127.0.0.1\"\nport = {port}\n\
+        "\n[bgp.update-delay]\nestablish-wait = 120\n\n[rpki]\nretry = 1\n[[rpki.cache]]\naddress = \"127.0.0.1\"\nport = {port}\n\
          [policy-options.community.aspa-invalid]\nmembers = [\"65535:666\"]\n\
          [[policy-options.policy-statement.rov.term]]\nname = \"aspa\"\n\
          from = {{ aspa-state = \"invalid\" }}\nthen = {{ community-add = \"aspa-invalid\" }}\n\
