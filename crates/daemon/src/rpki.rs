@@ -26,21 +26,26 @@ impl Daemon {
             return;
         };
         // The client's thread drives its own runtime, where handing on (which waits for
-        // room in the shards' queues) may not block: a thread of its own hands the
-        // snapshots on, in order, and ends with the client (its sender goes).
+        // room in the shards' queues) may not block: one thread for the process's life
+        // hands the snapshots on, in order, those of a client replaced by a reload
+        // included, so an old client's last snapshot can never follow a new one's first.
         let pipeline = self.pipeline.clone();
-        let (tx, rx) = std::sync::mpsc::channel::<ribshard_rpki::Snapshot>();
-        let inlet = std::thread::Builder::new()
-            .name("rs-rpki-in".into())
-            .spawn(move || {
-                for snap in rx {
-                    pipeline.deliver_blocking(pipeline.rpki_changed(Arc::new(snap)));
-                }
-            });
-        if let Err(e) = inlet {
-            warn!(error = %e, "rpki: the RTR client did not start");
+        let inlet = self.rpki_inlet.get_or_init(move || {
+            let (tx, rx) = std::sync::mpsc::channel::<ribshard_rpki::Snapshot>();
+            std::thread::Builder::new()
+                .name("rs-rpki-in".into())
+                .spawn(move || {
+                    for snap in rx {
+                        pipeline.deliver_blocking(pipeline.rpki_changed(Arc::new(snap)));
+                    }
+                })
+                .map_err(|e| warn!(error = %e, "rpki: the RTR client did not start"))
+                .ok()
+                .map(|_| tx)
+        });
+        let Some(tx) = inlet.clone() else {
             return;
-        }
+        };
         let publish = Box::new(move |snap: ribshard_rpki::Snapshot| {
             let (v4, v6) = snap.vrps.counts();
             info!(

@@ -57,6 +57,8 @@ pub struct Daemon {
     pub stats: crate::backend::stats::SharedReads<crate::backend::Pipeline>,
     /// The RTR client, when `[rpki]` names caches.
     pub rpki: Mutex<Option<ribshard_rpki::client::Client>>,
+    /// Where every RTR client's snapshots go to be handed to the pipeline, in order.
+    pub rpki_inlet: std::sync::OnceLock<Option<std::sync::mpsc::Sender<ribshard_rpki::Snapshot>>>,
 }
 
 /// What the sampler gathers every second.
@@ -85,6 +87,7 @@ impl Daemon {
             watch,
             stats: Default::default(),
             rpki: Mutex::new(None),
+            rpki_inlet: std::sync::OnceLock::new(),
             started: SystemTime::now(),
             samples: Mutex::new(Samples {
                 cpu: CpuHistory::default(),
