@@ -23,6 +23,12 @@ impl RpkiIndex {
     #[inline]
     pub(crate) fn add(&mut self, p: &Prefix) {
         self.added.push(Key::of(p));
+        // A prefix that flaps is pushed again each time it comes back: merged once the
+        // pushes outnumber the list, so churn between snapshots cannot grow it without end
+        // (each merge costs what was pushed since, amortized).
+        if self.added.len() >= 4096 && self.added.len() > self.sorted.len() {
+            self.settle();
+        }
     }
 
     fn settle(&mut self) {
