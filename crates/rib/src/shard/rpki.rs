@@ -24,9 +24,9 @@ impl RpkiIndex {
     pub(crate) fn add(&mut self, p: &Prefix) {
         self.added.push(Key::of(p));
         // A prefix that flaps is pushed again each time it comes back: merged once the
-        // pushes outnumber the list, so churn between snapshots cannot grow it without end
-        // (each merge costs what was pushed since, amortized).
-        if self.added.len() >= 4096 && self.added.len() > self.sorted.len() {
+        // pushes are twice the list (and a million), so churn between snapshots cannot grow
+        // it without end, while loading tables never waits for a merge.
+        if self.added.len() >= (1 << 20).max(2 * self.sorted.len()) {
             self.settle();
         }
     }
