@@ -301,7 +301,9 @@ pub(crate) fn apply(
     out
 }
 
-/// [`states`], the parts that depend on the attribute set alone taken from the last set's.
+/// The RPKI states of a route the chain reads: origin validation (RFC 6811) and ASPA. The
+/// parts that depend on the attribute set alone (its origin AS, its ASPA state) are taken
+/// from the last set's when the route shares it: the routes of an UPDATE do.
 fn cached_states(
     imp: &Import,
     received: &Arc<RouteAttrs>,
@@ -320,29 +322,23 @@ fn cached_states(
     let (origin, aspa) = match hit {
         Some(l) => (l.origin, l.aspa),
         None => {
-            let s = states(
-                imp,
-                received.raw(),
-                prefix,
-                rpki,
-                ReadsRpki {
-                    validity: false,
-                    ..reads
-                },
-            );
-            let path = RawAttrIter::new(received.raw())
-                .find(|a| a.type_code == attr::AS_PATH)
-                .map_or(&[][..], |a| a.value);
-            let origin = origin_of(path, imp.own_as);
+            let (ases, has_set, origin) = as_path(received.raw(), imp.own_as);
+            let aspa = reads.aspa.then(|| {
+                let dir = match imp.from_provider {
+                    true => Direction::Downstream,
+                    false => Direction::Upstream,
+                };
+                rpki.aspas.verify(&ases, has_set, dir)
+            });
             *last = Some(RpkiLast {
                 set: received.clone(),
                 version: rpki.version,
                 from_provider: imp.from_provider,
                 own_as: imp.own_as,
                 origin,
-                aspa: s.aspa,
+                aspa,
             });
-            (origin, s.aspa)
+            (origin, aspa)
         }
     };
     RpkiStates {
@@ -351,58 +347,15 @@ fn cached_states(
     }
 }
 
-/// The origin AS as RFC 6811 section 2 defines it ([`as_path`]'s third part), without
-/// collecting the path.
-fn origin_of(path: &[u8], own_as: u32) -> Option<u32> {
+/// The AS_PATH (4-octet ASes) of interned attribute bytes as ASPA reads it: its
+/// AS_SEQUENCE ASes neighbor first, whether it has an AS_SET, and the origin AS as RFC 6811
+/// section 2 defines it: the last AS of a final AS_SEQUENCE, none (NONE) after an AS_SET,
+/// our own AS for an empty path. Confederation segments are left out.
+pub(crate) fn as_path(raw: &[u8], own_as: u32) -> (Vec<u32>, bool, Option<u32>) {
     use ribshard_wire::update::segment;
-    let mut origin = Some(own_as);
-    let mut at = 0usize;
-    while let (Some(&kind), Some(&count)) = (path.get(at), path.get(at + 1)) {
-        let end = at + 2 + 4 * usize::from(count);
-        match kind {
-            segment::AS_SEQUENCE if count > 0 => {
-                origin = path
-                    .get(end - 4..end)
-                    .map(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
-            }
-            segment::AS_SET => origin = None,
-            _ => {}
-        }
-        at = end;
-    }
-    origin
-}
-
-/// The RPKI states of a route the chain reads: origin validation (RFC 6811) and ASPA.
-pub(crate) fn states(
-    imp: &Import,
-    raw: &[u8],
-    prefix: &Prefix,
-    rpki: &Snapshot,
-    reads: ReadsRpki,
-) -> RpkiStates {
     let path = RawAttrIter::new(raw)
         .find(|a| a.type_code == attr::AS_PATH)
         .map_or(&[][..], |a| a.value);
-    let (ases, has_set, origin) = as_path(path, imp.own_as);
-    RpkiStates {
-        validity: reads.validity.then(|| rpki.vrps.validate(prefix, origin)),
-        aspa: reads.aspa.then(|| {
-            let dir = match imp.from_provider {
-                true => Direction::Downstream,
-                false => Direction::Upstream,
-            };
-            rpki.aspas.verify(&ases, has_set, dir)
-        }),
-    }
-}
-
-/// An AS_PATH (4-octet ASes) as ASPA reads it: its AS_SEQUENCE ASes neighbor first, whether
-/// it has an AS_SET, and the origin AS as RFC 6811 section 2 defines it: the last AS of a
-/// final AS_SEQUENCE, none (NONE) after an AS_SET, our own AS for an empty path.
-/// Confederation segments are left out.
-pub(crate) fn as_path(path: &[u8], own_as: u32) -> (Vec<u32>, bool, Option<u32>) {
-    use ribshard_wire::update::segment;
     let mut ases = Vec::new();
     let mut has_set = false;
     let mut last_set = false;

@@ -256,7 +256,11 @@ impl Run {
                         ..
                     } = err
                     {
-                        if let Some(v) = self.status_version(i).filter(|v| *v < version) {
+                        if let Some(v) = self
+                            .get(i, |c| c.version)
+                            .flatten()
+                            .filter(|v| *v < version)
+                        {
                             version = v;
                             continue;
                         }
@@ -266,7 +270,7 @@ impl Run {
                         }
                     }
                     tracing::warn!(cache = %cache.address, error = %err, "rpki: cache session ended");
-                    let was_up = self.status_state(i) == CacheState::Up;
+                    let was_up = self.get(i, |c| c.state) == Some(CacheState::Up);
                     self.set(i, |c| {
                         c.state = CacheState::Down;
                         c.last_error = Some((SystemTime::now(), err));
@@ -274,7 +278,9 @@ impl Run {
                     });
                     break;
                 }
-                if let Some(t) = self.status_timing(i) {
+                // The cache's own retry interval, once it gave one.
+                let timing = self.get(i, |c| c.session_id.map(|_| c.timing)).flatten();
+                if let Some(t) = timing {
                     retry = retry.min(Duration::from_secs(u64::from(t.retry.max(1))));
                 }
                 self.expire_if_due();
@@ -288,22 +294,10 @@ impl Run {
         }
     }
 
-    fn status_version(&self, i: usize) -> Option<u8> {
+    /// Reads cache `i`'s status.
+    fn get<T>(&self, i: usize, f: impl FnOnce(&CacheStatus) -> T) -> Option<T> {
         let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        s.caches.get(i).and_then(|c| c.version)
-    }
-
-    fn status_state(&self, i: usize) -> CacheState {
-        let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        s.caches.get(i).map_or(CacheState::Idle, |c| c.state)
-    }
-
-    fn status_timing(&self, i: usize) -> Option<Timing> {
-        let s = self.status.lock().unwrap_or_else(|e| e.into_inner());
-        s.caches
-            .get(i)
-            .filter(|c| c.session_id.is_some())
-            .map(|c| c.timing)
+        s.caches.get(i).map(f)
     }
 
     /// No cache has answered since the data's expire interval began: drop it.

@@ -74,15 +74,6 @@ impl Key {
         }
     }
 
-    /// The family's width in bits.
-    pub fn width(&self) -> u8 {
-        if self.v6 {
-            128
-        } else {
-            32
-        }
-    }
-
     /// Whether `other` is this prefix or a more specific one inside it.
     pub fn covers(&self, other: &Key) -> bool {
         self.v6 == other.v6 && self.len <= other.len && mask(other.addr(), self.len) == self.addr()

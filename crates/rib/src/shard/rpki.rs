@@ -8,8 +8,6 @@
 
 use super::{PeerIndex, Shard};
 use ribshard_rpki::{Key, Snapshot, Validity};
-use ribshard_wire::attr;
-use ribshard_wire::update::RawAttrIter;
 use ribshard_wire::Prefix;
 use std::sync::Arc;
 
@@ -110,7 +108,12 @@ impl Shard {
             true => self.peers_reading(|r| r.aspa),
             false => Vec::new(),
         };
-        let rov_peers = self.peers_reading(|r| r.validity);
+        // The peers whose import reads validation-state, with their policy.
+        let rov_peers: Vec<(PeerIndex, Arc<crate::import::Import>)> = self
+            .peers_reading(|r| r.validity)
+            .into_iter()
+            .filter_map(|p| Some((p, self.imports.get(p as usize).cloned().flatten()?)))
+            .collect();
         self.rpki = Some(snapshot.clone());
         if rov_peers.is_empty() {
             return (0, aspa_peers);
@@ -119,12 +122,25 @@ impl Shard {
         let mut gone = Vec::new();
         for k in &inside {
             let prefix = k.prefix();
-            if self.dests.find(&prefix).is_none() {
+            let Some((at, d)) = self.dests.get_mut(&prefix) else {
                 gone.push(*k);
                 continue;
+            };
+            let mut n = 0;
+            for (peer, imp) in &rov_peers {
+                n += super::Reimport {
+                    imp: Some(imp),
+                    peer: *peer,
+                    cache: &mut self.import_cache,
+                    rpki: self.rpki.as_deref(),
+                    arrival: &mut self.arrival,
+                    tally: &mut self.tally,
+                    next_hops: &mut self.next_hops,
+                }
+                .paths(&prefix, d, at, prefix.family().index());
             }
-            for &peer in &rov_peers {
-                self.reimport_prefix(peer, &prefix);
+            if n > 0 {
+                Self::touch(&mut self.journal, at, d);
             }
         }
         self.rpki_index.forget(&gone);
@@ -142,10 +158,8 @@ impl Shard {
     /// A path's origin validation state against the shard's RPKI data, if it has some.
     pub(crate) fn validity_of(&self, prefix: &Prefix, p: &super::Path) -> Option<Validity> {
         let rpki = self.rpki.as_ref()?;
-        let path = RawAttrIter::new(p.attrs.as_received().raw())
-            .find(|a| a.type_code == attr::AS_PATH)
-            .map_or(&[][..], |a| a.value);
-        let (_, _, origin) = crate::import::as_path(path, self.peer(p.peer).local_as);
+        let raw = p.attrs.as_received().raw();
+        let (_, _, origin) = crate::import::as_path(raw, self.peer(p.peer).local_as);
         Some(rpki.vrps.validate(prefix, origin))
     }
 
@@ -156,27 +170,5 @@ impl Shard {
             .filter(|(_, i)| i.as_ref().is_some_and(|i| f(i.chain.reads_rpki())))
             .map(|(p, _)| p as PeerIndex)
             .collect()
-    }
-
-    /// Applies `peer`'s import policy again to its paths for `prefix`.
-    fn reimport_prefix(&mut self, peer: PeerIndex, prefix: &Prefix) {
-        let Some(imp) = self.imports.get(peer as usize).cloned().flatten() else {
-            return;
-        };
-        let Some((at, d)) = self.dests.get_mut(prefix) else {
-            return;
-        };
-        let mut ctx = super::Reimport {
-            imp: Some(&imp),
-            peer,
-            cache: &mut self.import_cache,
-            rpki: self.rpki.as_deref(),
-            arrival: &mut self.arrival,
-            tally: &mut self.tally,
-            next_hops: &mut self.next_hops,
-        };
-        if ctx.paths(prefix, d, at, prefix.family().index()) > 0 {
-            Self::touch(&mut self.journal, at, d);
-        }
     }
 }
