@@ -505,6 +505,9 @@ pub async fn reload(daemon: &Daemon, request: &ReloadRequest) -> ReloadReply {
             }
         );
     }
+    if applied && !reply.changes.is_empty() {
+        live.reconfigured = Some(std::time::SystemTime::now());
+    }
     reply.outcome = match (applied, reply.changes.is_empty()) {
         (false, _) => ReloadOutcome::Rejected,
         (true, true) => ReloadOutcome::Unchanged,

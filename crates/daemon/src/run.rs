@@ -114,6 +114,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                 active: peers.iter().cloned().enumerate().collect(),
                 peers,
                 sessions,
+                reconfigured: None,
             },
             opts.config_file.clone(),
             watch,

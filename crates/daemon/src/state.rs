@@ -19,6 +19,8 @@ pub struct Live {
     pub active: Vec<(usize, PeerSettings)>,
     pub peers: Vec<PeerSettings>,
     pub sessions: Sessions,
+    /// When a reload last changed something (the looking glass's `last_reconfig`).
+    pub reconfigured: Option<SystemTime>,
 }
 
 impl Live {

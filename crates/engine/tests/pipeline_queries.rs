@@ -54,6 +54,7 @@ fn route_walks_are_sorted_chunked_and_survive_a_reshard() {
         max_paths: 100,
         filter: PathFilter::default(),
         advertised: None,
+        withheld: None,
         render: None,
         matcher: None,
     };
@@ -181,6 +182,7 @@ fn route_walks_finish_while_routing_keeps_shards_busy() {
                         max_paths: 200,
                         filter: PathFilter::default(),
                         advertised: None,
+                        withheld: None,
                         render: None,
                         matcher: None,
                     },

@@ -21,6 +21,15 @@ pub struct Summary {
     /// after every neighbor has gone down); absent once it has begun.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub update_delay: Option<UpdateDelayStatus>,
+    /// The daemon's version.
+    #[serde(default)]
+    pub version: String,
+    /// When the daemon started.
+    #[serde(default)]
+    pub started_at: f64,
+    /// When a configuration reload last changed something; absent: none since the start.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reconfigured_at: Option<f64>,
 }
 
 /// The advertisement deferral under way.
@@ -360,6 +369,11 @@ pub struct RouteRequest {
     pub receive_protocol: Option<String>,
     /// What is advertised to this neighbor, as it is sent (Junos `advertising-protocol bgp`).
     pub advertising_protocol: Option<String>,
+    /// The routes whose active path is not advertised to this neighbor: its export policy
+    /// or the export rules reject it (BIRD `show route noexport`; the neighbor's own paths
+    /// are not counted). Each route with its active path.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_advertised: Option<String>,
     /// Every attribute, and why the active path won.
     pub detail: bool,
     /// Paths that are never chosen (loops, rejected by import policy) too.

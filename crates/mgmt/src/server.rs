@@ -185,7 +185,11 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
                 get(log_levels::<B>).post(set_log_level::<B>),
             )
     };
-    r.with_state(AppState { backend })
+    // The looking glass's API reads only, on every listener.
+    r.with_state(AppState {
+        backend: backend.clone(),
+    })
+    .merge(crate::birdwatcher::router(backend))
 }
 
 async fn refuse() -> ApiError {
@@ -355,7 +359,7 @@ async fn set_log_level<B: Backend>(
 }
 
 /// A body written as its chunks come.
-fn stream(kind: &'static str, rx: mpsc::Receiver<Bytes>) -> Response {
+pub(crate) fn stream(kind: &'static str, rx: mpsc::Receiver<Bytes>) -> Response {
     let body = futures_util::stream::unfold(rx, |mut rx| async move {
         let chunk = rx.recv().await?;
         Some((Ok::<Bytes, io::Error>(chunk), rx))

@@ -2,6 +2,7 @@
 //! the shards' counts (asked between their routing work), the update threads' groups,
 //! the threads and queues, and the convergence telemetry.
 
+mod birdwatcher;
 mod fib;
 mod mrt;
 pub(crate) mod route_filter;
@@ -423,6 +424,9 @@ impl Backend for Api {
                     neighbors_loaded: d.neighbors_loaded,
                 }
             }),
+            version: env!("CARGO_PKG_VERSION").into(),
+            started_at: unix(self.daemon.started),
+            reconfigured_at: live.reconfigured.map(unix),
         }
     }
 

@@ -8,6 +8,7 @@ use ribshard_engine::pipeline::{MatchPath, RenderRoute, RouteQuery, Selection, S
 use ribshard_mgmt::api::{
     Attributes, Reason, Route, RouteCount, RoutePath, RouteRequest, TableCount,
 };
+use ribshard_mgmt::birdwatcher::ROUTE_FORMAT;
 use ribshard_mgmt::ApiError;
 use ribshard_rib::{Ineligible, PathFilter, PathState, PathView, Within};
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
@@ -41,10 +42,15 @@ enum Layout {
     /// `receive-protocol` / `advertising-protocol`: Junos' Prefix / Nexthop / MED / Lclpref /
     /// AS path table.
     Table,
+    /// JSON lines, one birdwatcher route a path (the looking glass's API).
+    Birdwatcher,
 }
 
 impl Layout {
     fn of(q: &RouteRequest, text: bool) -> Layout {
+        if q.format.as_deref() == Some(ROUTE_FORMAT) {
+            return Layout::Birdwatcher;
+        }
         let exchanged = q.receive_protocol.is_some() || q.advertising_protocol.is_some();
         match (text, q.detail, q.terse) {
             (false, _, _) => Layout::Json,
@@ -58,7 +64,7 @@ impl Layout {
     /// The lines before a table's routes.
     fn header(self, table: &str) -> String {
         match self {
-            Layout::Json => String::new(),
+            Layout::Json | Layout::Birdwatcher => String::new(),
             Layout::Brief | Layout::Detail => crate::cli::render::table_header(table),
             Layout::Terse => format!(
                 "\n{table}:\n+ = Active Route, * = Both\n\n{:<1} {:<1} {:<18} {:<1} {:>3} {:>10} {:>10}  {:<16}{}\n",
@@ -89,6 +95,7 @@ impl RenderRoute for Renderer {
             Layout::Detail => super::text::detail(r, &self.names, self.now, out),
             Layout::Terse => super::text::terse(r, out),
             Layout::Table => super::text::table(r, out),
+            Layout::Birdwatcher => super::birdwatcher::routes(r, &self.names, out),
             Layout::Json => {
                 let api = route(r, &self.names, self.detail);
                 if serde_json::to_writer(&mut *out, &api).is_ok() {
@@ -108,7 +115,7 @@ pub(super) async fn routes(
     q: RouteRequest,
 ) -> Result<mpsc::Receiver<Bytes>, ApiError> {
     let text = match q.format.as_deref() {
-        None | Some("json") => false,
+        None | Some("json" | ROUTE_FORMAT) => false,
         Some("text") => true,
         Some(f) => {
             return Err(ApiError::BadRequest(format!(
@@ -118,7 +125,7 @@ pub(super) async fn routes(
     };
     let (select, families) = selection(&q)?;
     let layout = Layout::of(&q, text);
-    let (names, filter, advertised, matcher) = {
+    let (names, filter, advertised, withheld, matcher) = {
         let live = d.live.read().await;
         let names: PeerNames = Arc::new(
             live.peers
@@ -136,27 +143,26 @@ pub(super) async fn routes(
             explain: matches!(layout, Layout::Detail | Layout::Json) && !q.count,
             rejected: q.rejected,
         };
-        let advertised = match &q.advertising_protocol {
-            Some(a) => {
-                let i = peer_index(&live, a)?;
-                let group = live
-                    .sessions
-                    .peers
-                    .get(i)
-                    .and_then(|h| h.status().group)
-                    .ok_or_else(|| {
-                        ApiError::NotFound(format!(
-                            "neighbor {a} is not Established: nothing is advertised to it"
-                        ))
-                    })?;
-                Some((group.group, i as u32))
-            }
-            None => None,
+        let member_of = |a: &String| -> Result<_, ApiError> {
+            let i = peer_index(&live, a)?;
+            let group = live
+                .sessions
+                .peers
+                .get(i)
+                .and_then(|h| h.status().group)
+                .ok_or_else(|| {
+                    ApiError::NotFound(format!(
+                        "neighbor {a} is not Established: nothing is advertised to it"
+                    ))
+                })?;
+            Ok((group.group, i as u32))
         };
+        let advertised = q.advertising_protocol.as_ref().map(member_of).transpose()?;
+        let withheld = q.not_advertised.as_ref().map(member_of).transpose()?;
         let local = live.peers.iter().map(|p| p.port == 0).collect();
         let matcher = super::route_filter::PathMatch::of(&q, local)?
             .map(|m| Arc::new(m) as Arc<dyn MatchPath>);
-        (names, filter, advertised, matcher)
+        (names, filter, advertised, withheld, matcher)
     };
     let shards = d.pipeline.shards();
     if let Some(s) = q.shard.filter(|s| *s >= shards) {
@@ -187,6 +193,7 @@ pub(super) async fn routes(
         max_paths,
         filter,
         advertised,
+        withheld,
         render: render.clone(),
         matcher: matcher.clone(),
     };
@@ -355,25 +362,29 @@ pub(super) fn table_name(f: Family) -> &'static str {
     }
 }
 
+/// What the group sends for a route (`advertising-protocol`), decoded: the attributes and
+/// the next hop.
+pub(super) fn sent(r: &ShownRoute) -> Option<(PathAttributes, String)> {
+    r.advertised.as_ref().map(|(e, params)| {
+        let attrs = decode(&e.attrs, params);
+        let nh = if e.mp_next_hop.is_empty() {
+            attrs.next_hop().map(|a| a.to_string()).unwrap_or_default()
+        } else {
+            next_hop(&e.mp_next_hop)
+        };
+        (attrs, nh)
+    })
+}
+
 /// A route as the API shows it.
 fn route(r: &ShownRoute, names: &PeerNames, detail: bool) -> Route {
     let prefix = r.view.prefix;
+    let sent = sent(r);
     let paths = r
         .view
         .paths
         .iter()
-        .map(|p| {
-            let advertised = r.advertised.as_ref().map(|(e, params)| {
-                let attrs = decode(&e.attrs, params);
-                let nh = if e.mp_next_hop.is_empty() {
-                    attrs.next_hop().map(|a| a.to_string()).unwrap_or_default()
-                } else {
-                    next_hop(&e.mp_next_hop)
-                };
-                (attrs, nh)
-            });
-            path(p, names, detail || advertised.is_some(), advertised)
-        })
+        .map(|p| path(p, names, detail || sent.is_some(), sent.clone()))
         .collect();
     Route {
         prefix: prefix.to_string(),
@@ -489,18 +500,28 @@ pub(super) fn next_hop(b: &[u8]) -> String {
 /// An AS path as Junos prints it: sequences plain, sets in braces, confederation segments
 /// in parentheses and brackets.
 pub(super) fn as_path_text(p: &AsPath) -> String {
+    as_path_segments(p).join(" ")
+}
+
+/// An AS path in words: each AS of a sequence, each set or confederation segment whole.
+pub(super) fn as_path_segments(p: &AsPath) -> Vec<String> {
     let mut parts = Vec::new();
     for s in &p.segments {
-        let asns: Vec<String> = s.asns.iter().map(u32::to_string).collect();
-        let j = asns.join(" ");
-        parts.push(match s.kind {
-            segment::AS_SET => format!("{{{j}}}"),
-            segment::AS_CONFED_SEQUENCE => format!("({j})"),
-            segment::AS_CONFED_SET => format!("[{j}]"),
-            _ => j,
-        });
+        let asns = s.asns.iter().map(u32::to_string);
+        let whole = |open: &str, close: &str| {
+            format!(
+                "{open}{}{close}",
+                asns.clone().collect::<Vec<_>>().join(" ")
+            )
+        };
+        match s.kind {
+            segment::AS_SET => parts.push(whole("{", "}")),
+            segment::AS_CONFED_SEQUENCE => parts.push(whole("(", ")")),
+            segment::AS_CONFED_SET => parts.push(whole("[", "]")),
+            _ => parts.extend(asns),
+        }
     }
-    parts.join(" ")
+    parts
 }
 
 fn other_attributes(a: &PathAttributes) -> Attributes {

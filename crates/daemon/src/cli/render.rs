@@ -23,22 +23,7 @@ pub fn date(unix: f64) -> String {
     format!("{year:04}-{month:02}-{day:02} {h:02}:{m:02}:{s:02} UTC")
 }
 
-/// UNIX seconds as a UTC (year, month, day, hour, minute, second).
-pub fn civil(secs: i64) -> (i64, i64, i64, i64, i64, i64) {
-    let days = secs.div_euclid(86400);
-    let rem = secs.rem_euclid(86400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    (year, month, day, rem / 3600, rem / 60 % 60, rem % 60)
-}
+pub use ribshard_mgmt::time::civil;
 
 fn seconds(s: f64) -> String {
     if s >= 1.0 {
@@ -952,6 +937,7 @@ mod tests {
                 },
             ],
             update_delay: None,
+            ..Summary::default()
         };
         let mut deferred = s.clone();
         deferred.update_delay = Some(ribshard_mgmt::api::UpdateDelayStatus {

@@ -188,6 +188,10 @@ pub struct RouteQuery {
     /// Junos `advertising-protocol bgp`: only what this update group advertises, as it
     /// sends it, to this member (whose own paths it never gets back).
     pub advertised: Option<(GroupId, PeerIndex)>,
+    /// BIRD's `show route noexport`: only the routes whose active path this update group
+    /// does not send this member (its export policy or the export rules reject it; the
+    /// member's own paths are not counted), with that path alone.
+    pub withheld: Option<(GroupId, PeerIndex)>,
     /// Each route rendered in the shard ([`ShownRoute::rendered`]; its view is then left
     /// without paths).
     pub render: Option<Arc<dyn RenderRoute>>,
@@ -204,6 +208,7 @@ impl RouteQuery {
             max_paths: 16384,
             filter: PathFilter::default(),
             advertised: None,
+            withheld: None,
             render: None,
             matcher: None,
         }

@@ -223,6 +223,17 @@ impl ShardWorker {
                 Some((e, g.spec.params))
             }
         };
+        if let Some((group, member)) = q.withheld {
+            let g = self.groups.get_mut(&group)?;
+            let best = self.shard.reported(p)?;
+            let src = self.shard.peer(best.peer);
+            let sent = locked(&g.cache).get(&g.spec, &src, best.peer, &best.attrs, p);
+            if best.peer == member || sent.is_some() {
+                return None;
+            }
+            view.paths
+                .retain(|v| matches!(v.state, PathState::Active { .. }));
+        }
         Some(ShownRoute {
             shard: self.index,
             view,
