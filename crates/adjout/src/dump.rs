@@ -3,11 +3,12 @@
 //! there are; parts to members moving out; End-of-RIB when a member's dump completes.
 
 use crate::{
-    route_refresh, send, send_all, sources, Entry, Member, MemberId, Outgoing, State, UpdateGroup,
+    route_refresh, send, send_all, sources, Entry, Member, MemberId, Outgoing, PathKey, State,
+    UpdateGroup,
 };
 use bytes::Bytes;
 use ribshard_rib::DumpKey;
-use ribshard_wire::{Family, Prefix, RouteRefresh, UpdateBuilder};
+use ribshard_wire::{Family, RouteRefresh, UpdateBuilder};
 use std::collections::VecDeque;
 
 /// The parts of a table dump to one set of members (each with its token), per shard, not
@@ -74,7 +75,7 @@ impl UpdateGroup {
         if let Some(l) = m.live.get_mut(shard) {
             *l = true;
         }
-        let missed: Vec<Prefix> = m
+        let missed: Vec<PathKey> = m
             .missed
             .get(shard)
             .map(|s| s.iter().copied().collect())
@@ -82,7 +83,7 @@ impl UpdateGroup {
         if missed.is_empty() {
             return;
         }
-        let entries: Vec<Entry> = missed.into_iter().map(Entry::withdraw).collect();
+        let entries: Vec<Entry> = missed.into_iter().map(Entry::withdraw_path).collect();
         // Forgotten only once delivered: a member split off again keeps them for next time.
         if self.send_to(member, &entries) {
             if let Some(m) = self.members.iter_mut().find(|m| m.id == member) {

@@ -83,16 +83,18 @@ impl UpdateGroup {
             prefix,
             exported: e,
             source,
+            path_id,
         } in entries
         {
             let f = prefix.family();
             let nlri = Nlri {
-                // Add-Path send (RFC 7911): one path per prefix, identifier 1.
+                // Add-Path send (RFC 7911): each path under its identifier; a group that
+                // sends one path per prefix sends it as 1.
                 path_id: add_path
                     .get(f.index())
                     .copied()
                     .unwrap_or(false)
-                    .then_some(1),
+                    .then_some(if *path_id == 0 { 1 } else { *path_id }),
                 prefix: *prefix,
             };
             match e {

@@ -78,20 +78,35 @@ pub trait Sink: Send {
 /// One change for a group: the prefix, what to advertise (`None` to withdraw), and the peer
 /// the advertised path came from: it is never sent back to that peer (a client's own route
 /// reflected to it would carry its own next hop, which RFC 4271 section 6.3 lets it refuse).
+/// In a group that sends several paths per prefix (Add-Path, RFC 7911), each change is one
+/// path's, under its identifier; elsewhere `path_id` is 0 (the prefix's one path).
 #[derive(Clone, Debug)]
 pub struct Entry {
     pub prefix: Prefix,
     pub exported: Option<Arc<Exported>>,
     pub source: u32,
+    pub path_id: u32,
 }
+
+/// What a withdrawal names: a prefix, and with Add-Path the path's identifier (else 0).
+pub type PathKey = (Prefix, u32);
 
 impl Entry {
     pub fn withdraw(prefix: Prefix) -> Entry {
+        Entry::withdraw_path((prefix, 0))
+    }
+
+    pub fn withdraw_path((prefix, path_id): PathKey) -> Entry {
         Entry {
             prefix,
             exported: None,
             source: u32::MAX,
+            path_id,
         }
+    }
+
+    pub fn key(&self) -> PathKey {
+        (self.prefix, self.path_id)
     }
 }
 
@@ -176,7 +191,7 @@ struct Member {
     /// Per shard: whether the member gets that shard's live changes.
     live: Vec<bool>,
     /// Per shard: prefixes withdrawn while the member was split off.
-    missed: Vec<HashSet<Prefix>>,
+    missed: Vec<HashSet<PathKey>>,
     state: State,
     /// End-of-RIB goes out when the dump of this token completes.
     eor_token: Option<u64>,
@@ -356,7 +371,7 @@ impl UpdateGroup {
     /// Shard `shard` now sends a moving member its changes in the new group: the member stops
     /// following it here. Returns the withdrawals it missed from that shard, for the new
     /// group to send; once every shard has handed it over, it leaves.
-    pub fn hand_over(&mut self, id: MemberId, shard: usize) -> HashSet<Prefix> {
+    pub fn hand_over(&mut self, id: MemberId, shard: usize) -> HashSet<PathKey> {
         let Some(m) = self
             .members
             .iter_mut()
@@ -383,7 +398,7 @@ impl UpdateGroup {
 
     /// Every shard's hand-over at once, with what the member missed from each (a re-shard:
     /// the shards' walks are gone, and the new group's dump starts again).
-    pub fn hand_over_all(&mut self, id: MemberId) -> Vec<HashSet<Prefix>> {
+    pub fn hand_over_all(&mut self, id: MemberId) -> Vec<HashSet<PathKey>> {
         (0..self.shards).map(|s| self.hand_over(id, s)).collect()
     }
 
@@ -453,7 +468,7 @@ impl UpdateGroup {
         &mut self,
         id: MemberId,
         shard: Option<usize>,
-        missed: Vec<HashSet<Prefix>>,
+        missed: Vec<HashSet<PathKey>>,
         done: bool,
     ) {
         let Some(m) = self.members.iter_mut().find(|m| m.id == id) else {
@@ -550,15 +565,16 @@ impl UpdateGroup {
             }
             return;
         }
-        // The last change of each prefix, in order of its first appearance.
-        let mut at: HashMap<Prefix, usize> = HashMap::new();
+        // The last change of each prefix (each path, with Add-Path), in order of its first
+        // appearance.
+        let mut at: HashMap<PathKey, usize> = HashMap::new();
         let mut merged: Vec<Entry> = Vec::new();
         for (_, entries) in batches {
             for e in entries.iter() {
-                match at.get(&e.prefix) {
+                match at.get(&e.key()) {
                     Some(&i) => merged[i] = e.clone(),
                     None => {
-                        at.insert(e.prefix, merged.len());
+                        at.insert(e.key(), merged.len());
                         merged.push(e.clone());
                     }
                 }
@@ -581,8 +597,13 @@ impl UpdateGroup {
         };
         tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
         // Each source member's prefixes, found in one pass over the batch.
+        // With Add-Path a member holds each path under its own identifier, and never had
+        // one of its own paths': there is nothing to withdraw for them.
         let mut by_source: HashMap<u32, Vec<Entry>> = HashMap::new();
-        for e in entries.iter().filter(|e| e.exported.is_some()) {
+        for e in entries
+            .iter()
+            .filter(|e| e.exported.is_some() && e.path_id == 0)
+        {
             if apart.contains(&e.source) {
                 by_source
                     .entry(e.source)
@@ -617,8 +638,8 @@ impl UpdateGroup {
                     missed.extend(
                         batch
                             .iter()
-                            .filter(|e| e.exported.is_none() || is_own(e, m.id))
-                            .map(|e| e.prefix),
+                            .filter(|e| e.exported.is_none() || (e.path_id == 0 && is_own(e, m.id)))
+                            .map(Entry::key),
                     );
                 }
             }
@@ -658,7 +679,7 @@ impl UpdateGroup {
         for m in &mut self.members {
             let mut missed = vec![HashSet::new(); shards];
             for p in m.missed.drain(..).flatten() {
-                if let Some(s) = missed.get_mut(shard_of(&p, shards)) {
+                if let Some(s) = missed.get_mut(shard_of(&p.0, shards)) {
                     s.insert(p);
                 }
             }

@@ -63,9 +63,17 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
         }
     };
     restart(running.listen != new.listen, "bgp.listen");
+    let decision = |o: &ribshard_rib::Options| ribshard_rib::Options {
+        add_path: None,
+        ..*o
+    };
     restart(
-        running.path_selection != new.path_selection,
+        decision(&running.path_selection) != decision(&new.path_selection),
         "bgp.path-selection / bgp.multipath",
+    );
+    restart(
+        running.path_selection.add_path != new.path_selection.add_path,
+        "add-path-send (the paths per prefix the shards keep: the largest path-count, all, equal-cost)",
     );
     restart(
         running.threading.write_queue_high_water != new.threading.write_queue_high_water,

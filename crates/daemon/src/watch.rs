@@ -233,6 +233,7 @@ mod tests {
             best: Some(Path::new(peer, 0, attrs, 0, 0)),
             multipath: Vec::new(),
             best_changed: true,
+            add_paths: None,
         }
     }
 

@@ -1,7 +1,8 @@
 //! Ingest of the two real full tables of the 2010 RouteViews RIB (641,957 paths): into one
 //! shard on one core (announce and best path), and through the whole pipeline to one
-//! downstream peer for each thread setting; and re-sharding the loaded pipeline (the pause
-//! a SIGHUP with new thread counts costs). Memory per path is the `memory` bench.
+//! downstream peer for each thread setting, that peer sent the best path or (Add-Path) the
+//! best two or every path; and re-sharding the loaded pipeline (the pause a SIGHUP with new
+//! thread counts costs). Memory per path is the `memory` bench.
 //!
 //! `cargo bench -p ribshard-engine --bench ingest`
 
@@ -15,7 +16,7 @@ use realdata::{
 };
 use ribshard_adjout::{MemberId, Sink};
 use ribshard_engine::pipeline::{Batcher, Pipeline, PipelineConfig, Target};
-use ribshard_rib::{Options, PeerInfo};
+use ribshard_rib::{AddPathKeep, AddPathSelect, GroupSpec, Options, PeerInfo};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
@@ -39,7 +40,18 @@ impl Sink for Discard {
 
 /// Everything through the pipeline: two upstream peers, one downstream peer.
 fn through_pipeline(tables: &[Table], shards: usize, update_threads: usize, stamp: bool) -> u64 {
-    let (p, sent) = loaded(tables, shards, update_threads, stamp);
+    through_pipeline_to(tables, shards, update_threads, stamp, None)
+}
+
+/// The same, the downstream peer sent several paths per prefix with `select`.
+fn through_pipeline_to(
+    tables: &[Table],
+    shards: usize,
+    update_threads: usize,
+    stamp: bool,
+    select: Option<AddPathSelect>,
+) -> u64 {
+    let (p, sent) = loaded_to(tables, shards, update_threads, stamp, select);
     p.stop();
     sent.load(Ordering::Relaxed)
 }
@@ -53,12 +65,53 @@ fn loaded(
     update_threads: usize,
     stamp: bool,
 ) -> (Arc<Pipeline>, Arc<AtomicU64>) {
+    loaded_to(tables, shards, update_threads, stamp, None)
+}
+
+fn loaded_to(
+    tables: &[Table],
+    shards: usize,
+    update_threads: usize,
+    stamp: bool,
+    select: Option<AddPathSelect>,
+) -> (Arc<Pipeline>, Arc<AtomicU64>) {
+    let keep = select.map(|s| match s {
+        AddPathSelect::Best(n) => AddPathKeep {
+            ranked: n,
+            ..AddPathKeep::default()
+        },
+        AddPathSelect::All => AddPathKeep {
+            all: true,
+            ..AddPathKeep::default()
+        },
+        AddPathSelect::EqualCost(_) => AddPathKeep {
+            equal_cost: true,
+            ..AddPathKeep::default()
+        },
+    });
     let p = Pipeline::start(PipelineConfig {
         shards,
         update_threads,
-        options: Options::default(),
+        options: Options {
+            add_path: keep,
+            ..Options::default()
+        },
         write_queue: Default::default(),
     });
+    let spec = match select {
+        None => downstream(),
+        Some(s) => {
+            let d = downstream();
+            GroupSpec {
+                params: ribshard_wire::SessionParams {
+                    add_path: [true, true],
+                    ..d.params
+                },
+                add_path: Some(s),
+                ..d
+            }
+        }
+    };
     let sent = Arc::new(AtomicU64::new(0));
     let id = MemberId { peer: 9, epoch: 1 };
     let down = PeerInfo {
@@ -66,11 +119,7 @@ fn loaded(
         ..info(&tables[0])
     };
     for m in p
-        .peer_up(
-            9,
-            down,
-            Some((downstream(), id, Box::new(Discard(sent.clone())))),
-        )
+        .peer_up(9, down, Some((spec, id, Box::new(Discard(sent.clone())))))
         .0
     {
         p.blocking_send(m);
@@ -153,6 +202,25 @@ fn bench(c: &mut Criterion) {
         "pipeline-2-shards-2-update-threads-without-telemetry",
         |b| b.iter(|| through_pipeline(&tables, 2, 2, false)),
     );
+    g.finish();
+    // Add-Path send: the downstream peer sent the best path, the best two, or every path
+    // (same run, so the ratios hold on a noisy machine). The octets each sends are printed.
+    let mut g = c.benchmark_group("add-path-two-full-tables");
+    g.sample_size(10);
+    g.throughput(Throughput::Elements(paths as u64));
+    for (s, u) in [(1, 0), (2, 2)] {
+        for (name, select) in [
+            ("best-path", None),
+            ("best-2", Some(AddPathSelect::Best(2))),
+            ("all-paths", Some(AddPathSelect::All)),
+        ] {
+            let octets = through_pipeline_to(&tables, s, u, true, select);
+            eprintln!("add-path {s}x{u} {name}: {octets} octets sent downstream");
+            g.bench_function(format!("pipeline-{s}x{u}-{name}"), |b| {
+                b.iter(|| through_pipeline_to(&tables, s, u, true, select))
+            });
+        }
+    }
     g.finish();
     // A re-shard moves every prefix to its new shard and restarts the threads; routing waits
     // meanwhile. One iteration is two re-shards: 2x2 to 1x0 and back.

@@ -39,6 +39,9 @@ pub struct PeerSettings {
     pub add_path_receive: bool,
     /// Add-Path: send multiple paths per prefix.
     pub add_path_send: bool,
+    /// Which paths per prefix it is sent where Add-Path send is negotiated (none: the best
+    /// path alone).
+    pub add_path_select: Option<ribshard_rib::AddPathSelect>,
     /// A name for logs.
     pub description: String,
     /// How the pipeline treats the neighbor's routes and what it advertises to it.

@@ -93,6 +93,7 @@ fn announce(i: u8, e: &Arc<Exported>, source: u32) -> Entry {
         prefix: prefix(i),
         exported: Some(e.clone()),
         source,
+        path_id: 0,
     }
 }
 

@@ -52,6 +52,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         role: None,
         add_path_receive: false,
         add_path_send: false,
+        add_path_select: None,
         description: "test".into(),
         routing: Default::default(),
     }

@@ -536,6 +536,9 @@ pub struct RunningNeighbor {
     pub next_hop_self: Option<bool>,
     pub role: Option<String>,
     pub add_path: Vec<String>,
+    /// `add-path-send`: `path-count N`, `all` or `equal-cost N`; absent: the best path alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub add_path_send: Option<String>,
     pub loops: u8,
     pub local_as_private: bool,
     pub no_prepend_global_as: bool,

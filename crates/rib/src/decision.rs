@@ -56,6 +56,9 @@ pub struct Options {
     pub external_router_id: bool,
     /// Load sharing (Junos `multipath`): keep the equal-cost set beside the best path.
     pub multipath: Option<Multipath>,
+    /// Add-Path send (RFC 7911): the paths per prefix kept ready for the update groups that
+    /// send several (`crate::shard::AddPathKeep`); none when no group does.
+    pub add_path: Option<crate::shard::AddPathKeep>,
 }
 
 /// Junos `multipath`: which paths share load with the best one.
@@ -72,6 +75,7 @@ impl Default for Options {
             always_compare_med: false,
             external_router_id: true,
             multipath: None,
+            add_path: None,
         }
     }
 }

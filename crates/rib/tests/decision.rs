@@ -51,6 +51,7 @@ fn options() -> impl Strategy<Value = Options> {
         always_compare_med: a,
         external_router_id: e,
         multipath: None,
+        add_path: None,
     })
 }
 

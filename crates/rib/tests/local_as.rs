@@ -36,6 +36,7 @@ fn spec(global_as: Option<u32>) -> GroupSpec {
         params: params(),
         families: [true, true],
         role: None,
+        add_path: None,
     }
 }
 

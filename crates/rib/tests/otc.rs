@@ -43,6 +43,7 @@ fn spec(kind: GroupKind, role: Option<u8>) -> GroupSpec {
         params: params(),
         families: [true, true],
         role,
+        add_path: None,
     }
 }
 

@@ -50,6 +50,7 @@ fn spec(kind: GroupKind, export: Arc<ribshard_policy::Chain>) -> GroupSpec {
         params: params(),
         families: [true, true],
         role: None,
+        add_path: None,
     }
 }
 

@@ -302,7 +302,7 @@ fn table_of(path: &str) -> &'static str {
 type Fields = fn() -> &'static [&'static str];
 
 /// Every table of the configuration and its keys, read from the schema itself.
-const TABLES: [(&str, Fields); 21] = [
+const TABLES: [(&str, Fields); 22] = [
     ("[policy-options]", fields_of::<policy::PolicyOptions>),
     (
         "[policy-options.prefix-list.NAME]",
@@ -344,6 +344,7 @@ const TABLES: [(&str, Fields); 21] = [
     ("[bgp.multipath]", fields_of::<schema::Multipath>),
     ("[management]", fields_of::<schema::Management>),
     ("prefix-limit", fields_of::<schema::PrefixLimits>),
+    ("add-path-send", fields_of::<schema::RawAddPathSend>),
     (
         "prefix-limit.inet-unicast / inet6-unicast",
         fields_of::<schema::RawPrefixLimit>,

@@ -38,6 +38,7 @@ pub fn local_settings(
         role: None,
         add_path_receive: false,
         add_path_send: false,
+        add_path_select: None,
         description,
         routing: Routing::default(),
     }
@@ -69,6 +70,7 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
         role: p.role,
         add_path_receive: p.add_path_receive,
         add_path_send: p.add_path_send,
+        add_path_select: p.add_path_select,
         description: p
             .description
             .clone()

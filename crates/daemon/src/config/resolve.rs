@@ -72,6 +72,8 @@ pub struct Peer {
     pub add_path_receive: bool,
     /// Add-Path: offer to send several paths per prefix.
     pub add_path_send: bool,
+    /// Add-Path send: which paths per prefix (none: the best path alone).
+    pub add_path_select: Option<ribshard_rib::AddPathSelect>,
     /// Junos `loops`: our AS may appear `loops - 1` times in a received AS_PATH.
     pub loops: u8,
     /// With a `local-as` other than `bgp.local-as`: received routes do not get it in front.
@@ -273,6 +275,62 @@ fn check_tcp_ao(errs: &mut Errs, at: &str, ao: &super::schema::RawTcpAo) {
     }
 }
 
+/// The most paths per prefix an `add-path-send` may name (Junos' limit).
+const MAX_PATH_COUNT: u32 = 64;
+
+/// Checks an `add-path-send` table where it is written.
+fn check_add_path_send(errs: &mut Errs, at: &str, a: &super::schema::RawAddPathSend) {
+    let mode = a.mode.as_deref().unwrap_or("best");
+    if !matches!(mode, "best" | "all" | "equal-cost") {
+        invalid(
+            errs,
+            format!("{at}.mode"),
+            format!("{mode:?}"),
+            "is not \"best\", \"all\" or \"equal-cost\"",
+        );
+    }
+    match (mode, a.path_count) {
+        ("best", None) => errs.push((format!("{at}.path-count"), ErrorKind::Missing)),
+        ("all", Some(n)) => invalid(
+            errs,
+            format!("{at}.path-count"),
+            n.to_string(),
+            "goes with mode \"best\" or \"equal-cost\": \"all\" sends every path",
+        ),
+        (_, Some(n)) if !(2..=MAX_PATH_COUNT).contains(&n) => invalid(
+            errs,
+            format!("{at}.path-count"),
+            n.to_string(),
+            "must be 2 to 64 (one path needs no add-path-send)",
+        ),
+        _ => {}
+    }
+}
+
+/// The selection a checked `add-path-send` table describes.
+fn add_path_select(a: &super::schema::RawAddPathSend) -> Option<ribshard_rib::AddPathSelect> {
+    let n = a.path_count.unwrap_or(MAX_PATH_COUNT) as usize;
+    match a.mode.as_deref().unwrap_or("best") {
+        "best" => Some(ribshard_rib::AddPathSelect::Best(n)),
+        "all" => Some(ribshard_rib::AddPathSelect::All),
+        "equal-cost" => Some(ribshard_rib::AddPathSelect::EqualCost(n)),
+        _ => None,
+    }
+}
+
+/// What the shards keep ready for every neighbor's `add-path-send` together.
+pub fn add_path_keep(peers: &[Peer]) -> Option<ribshard_rib::AddPathKeep> {
+    let mut keep = ribshard_rib::AddPathKeep::default();
+    for s in peers.iter().filter_map(|p| p.add_path_select) {
+        match s {
+            ribshard_rib::AddPathSelect::Best(n) => keep.ranked = keep.ranked.max(n),
+            ribshard_rib::AddPathSelect::All => keep.all = true,
+            ribshard_rib::AddPathSelect::EqualCost(_) => keep.equal_cost = true,
+        }
+    }
+    keep.any().then_some(keep)
+}
+
 /// The key a checked `tcp-ao` table describes; `None` if its errors were reported.
 fn tcp_ao_key(ao: &super::schema::RawTcpAo) -> Option<TcpAoKey> {
     let key_id = ao.key_id?;
@@ -373,6 +431,9 @@ macro_rules! check_common {
                     "is not a family (\"inet-unicast\", \"inet6-unicast\")",
                 );
             }
+        }
+        if let Some(a) = &s.add_path_send {
+            check_add_path_send($errs, &format!("{at}.add-path-send"), a);
         }
         for (i, a) in s.add_path.iter().flatten().enumerate() {
             if a != "receive" && a != "send" {
@@ -641,6 +702,7 @@ fn resolve_into(
         multipath: bgp.multipath.as_ref().map(|m| ribshard_rib::Multipath {
             multiple_as: m.multiple_as.unwrap_or(false),
         }),
+        add_path: None,
     };
 
     let memory_limit = match bgp.memory_limit.as_deref().map(parse_size) {
@@ -1059,7 +1121,9 @@ fn resolve_into(
                 next_hop_self: pick!(next_hop_self),
                 role: pick!(role).and_then(|r| role(&r)),
                 add_path_receive: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "receive")),
-                add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send")),
+                add_path_send: pick!(add_path).is_some_and(|v| v.iter().any(|a| a == "send"))
+                    || pick!(add_path_send).is_some(),
+                add_path_select: pick!(add_path_send).as_ref().and_then(add_path_select),
                 loops: pick!(loops).unwrap_or(1),
                 local_as_private,
                 no_prepend_global_as,
@@ -1097,7 +1161,10 @@ fn resolve_into(
             router_id,
             listen,
             threading,
-            path_selection,
+            path_selection: ribshard_rib::Options {
+                add_path: add_path_keep(&peers),
+                ..path_selection
+            },
             update_delay,
             memory_limit,
             policies: PolicyTable(Arc::new(policies)),

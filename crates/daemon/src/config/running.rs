@@ -91,6 +91,11 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
                 .filter(|(_, on)| *on)
                 .map(|(w, _)| w.to_string())
                 .collect(),
+            add_path_send: p.add_path_select.map(|s| match s {
+                ribshard_rib::AddPathSelect::Best(n) => format!("path-count {n}"),
+                ribshard_rib::AddPathSelect::All => "all".into(),
+                ribshard_rib::AddPathSelect::EqualCost(n) => format!("equal-cost {n}"),
+            }),
             loops: p.loops,
             local_as_private: p.local_as_private,
             no_prepend_global_as: p.no_prepend_global_as,

@@ -68,6 +68,8 @@ macro_rules! with_peer_settings {
             pub role: Option<String>,
             /// Add-Path (RFC 7911) in the negotiated families: "receive" and/or "send".
             pub add_path: Option<Vec<String>>,
+            /// Add-Path send: which paths per prefix (implies "send" in `add-path`).
+            pub add_path_send: Option<RawAddPathSend>,
             /// Accept received paths holding our AS up to this many times minus one (Junos
             /// `loops`). Default 1: a path with our AS is a loop.
             pub loops: Option<u8>,
@@ -278,6 +280,18 @@ with_peer_settings! {
     pub struct Neighbor {
         address: Option<IpAddr>,
     }
+}
+
+/// `add-path-send = { path-count = 4 }`, `{ mode = "all" }` or `{ mode = "equal-cost",
+/// path-count = 8 }` (Junos `add-path send path-count N`, `path-selection-mode`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct RawAddPathSend {
+    /// How many paths per prefix, 2 to 64 (with `mode = "equal-cost"`, at most; default 64).
+    pub path_count: Option<u32>,
+    /// "best" (the best N, default), "all" (every eligible path) or "equal-cost" (the best
+    /// path's equal-cost set).
+    pub mode: Option<String>,
 }
 
 /// `tcp-ao = { key-id = 1, algorithm = "hmac-sha-1-96", key = "..." }`: one Master Key

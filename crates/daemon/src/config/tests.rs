@@ -1,4 +1,5 @@
 use super::*;
+use ribshard_rib::AddPathSelect;
 use std::path::Path;
 
 fn load_str(text: &str) -> Result<Config, Errors> {
@@ -527,4 +528,67 @@ fn rpki_caches_and_the_policies_that_read_it() {
         "{:?}",
         checked.warnings
     );
+}
+
+#[test]
+fn add_path_send_selections() {
+    let group = |extra: &str| {
+        format!(
+            "{HEAD}[[bgp.group]]\nname = \"e\"\ntype = \"external\"\npeer-as = 1\n{extra}\n\
+             [[bgp.group.neighbor]]\naddress = \"198.51.100.2\"\n\
+             [[bgp.group.neighbor]]\naddress = \"198.51.100.3\"\nadd-path-send = {{ mode = \"equal-cost\" }}\n"
+        )
+    };
+    let c = load_str(&group("add-path-send = { path-count = 4 }")).unwrap();
+    // Implies the capability; a neighbor's own setting wins over its group's.
+    assert!(c.peers[0].add_path_send);
+    assert_eq!(c.peers[0].add_path_select, Some(AddPathSelect::Best(4)));
+    assert_eq!(
+        c.peers[1].add_path_select,
+        Some(AddPathSelect::EqualCost(64))
+    );
+    // The shards keep the union of every selection.
+    assert_eq!(
+        c.path_selection.add_path,
+        Some(ribshard_rib::AddPathKeep {
+            ranked: 4,
+            all: false,
+            equal_cost: true
+        })
+    );
+    let c = load_str(&group("add-path-send = { mode = \"all\" }")).unwrap();
+    assert_eq!(c.peers[0].add_path_select, Some(AddPathSelect::All));
+    // Without it, nothing is kept.
+    let plain = load_str(&format!("{HEAD}{ONE_NEIGHBOR}")).unwrap();
+    assert_eq!(plain.path_selection.add_path, None);
+    for (bad, key) in [
+        (
+            "add-path-send = { path-count = 1 }",
+            "add-path-send.path-count",
+        ),
+        (
+            "add-path-send = { path-count = 65 }",
+            "add-path-send.path-count",
+        ),
+        (
+            "add-path-send = { mode = \"best\" }",
+            "add-path-send.path-count",
+        ),
+        (
+            "add-path-send = { mode = \"all\", path-count = 2 }",
+            "add-path-send.path-count",
+        ),
+        (
+            "add-path-send = { mode = \"some\", path-count = 2 }",
+            "add-path-send.mode",
+        ),
+        ("add-path-send = { count = 2 }", "add-path-send.count"),
+    ] {
+        let e = errors(&group(bad));
+        assert_eq!(
+            (e[0].0, e[0].1.as_str()),
+            (Some(8), format!("bgp.group[0].{key}").as_str()),
+            "{bad}: {e:?}"
+        );
+    }
 }

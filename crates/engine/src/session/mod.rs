@@ -116,6 +116,12 @@ pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static
         was.add_path_receive != now.add_path_receive || was.add_path_send != now.add_path_send,
         "add-path (a capability in the OPEN)",
     );
+    // The paths already sent carry identifiers of the old selection: a new session sends
+    // the new one from the start.
+    differ(
+        was.add_path_select != now.add_path_select,
+        "add-path-send (the paths sent per prefix)",
+    );
     differ(was.role != now.role, "role (a capability in the OPEN)");
     differ(
         was.authentication_key != now.authentication_key,

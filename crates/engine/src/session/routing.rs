@@ -198,6 +198,10 @@ impl Session {
             },
             families: families(&n.families),
             role: if self.s.internal { None } else { self.s.role },
+            add_path: self
+                .s
+                .add_path_select
+                .filter(|_| n.add_path_send.iter().any(|s| *s)),
         }
     }
 

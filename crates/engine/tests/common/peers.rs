@@ -47,6 +47,7 @@ pub fn ebgp_peer(
         role: None,
         add_path_receive: false,
         add_path_send: false,
+        add_path_select: None,
         description: format!("AS{asn}"),
         routing: Routing {
             group: if downstream { "down" } else { "up" }.into(),

@@ -40,6 +40,7 @@ pub fn downstream() -> GroupSpec {
         params: downstream_params(),
         families: [true, true],
         role: None,
+        add_path: None,
     }
 }
 

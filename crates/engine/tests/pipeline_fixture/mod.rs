@@ -148,6 +148,7 @@ pub fn spec(m: usize) -> GroupSpec {
         params: params(),
         families: [true, true],
         role: None,
+        add_path: None,
     }
 }
 

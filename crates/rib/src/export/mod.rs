@@ -90,6 +90,9 @@ pub struct GroupSpec {
     /// The BGP role (RFC 9234, `ribshard_wire::open::role`) we take towards the members of
     /// an external or route server group: it decides the OTC rules on export.
     pub role: Option<u8>,
+    /// Add-Path send (RFC 7911), where negotiated: which of each prefix's paths the members
+    /// get, each with its identifier (none: the best path alone).
+    pub add_path: Option<crate::shard::AddPathSelect>,
 }
 
 impl GroupSpec {
@@ -585,6 +588,7 @@ mod tests {
             params: SessionParams::default(),
             families: [true, true],
             role: None,
+            add_path: None,
         }
     }
 

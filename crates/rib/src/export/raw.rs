@@ -407,6 +407,7 @@ mod tests {
             },
             families: [true, true],
             role,
+            add_path: None,
         }
     }
 

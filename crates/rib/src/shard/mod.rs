@@ -18,9 +18,11 @@ use crate::prefix_map::{Handle, PrefixMap};
 use smallvec::SmallVec;
 use std::sync::Arc;
 
+mod add_path;
 mod dump_order;
 mod rpki;
 mod view;
+pub use add_path::{AddPathChange, AddPathKeep, AddPathSelect, GroupDiff, Offered};
 pub use dump_order::{DumpKey, DumpOrder, DumpPlace, DumpSet};
 pub use view::{Ineligible, PathFilter, PathState, PathView, RouteView, Within};
 
@@ -335,8 +337,12 @@ pub struct Change {
     pub multipath: Vec<Path>,
     /// Whether the best path changed. With `multipath` every decided prefix is reported,
     /// since its equal-cost set may have changed with the same best path (the shard keeps
-    /// no copy of the set it reported); those changes have this false.
+    /// no copy of the set it reported); those changes have this false, as have those where
+    /// only the paths offered for Add-Path changed.
     pub best_changed: bool,
+    /// With Add-Path send ([`Options::add_path`]), the paths the prefix offered before and
+    /// offers now, when they changed.
+    pub add_paths: Option<Box<AddPathChange>>,
 }
 
 pub struct Shard {
@@ -362,6 +368,9 @@ pub struct Shard {
     rpki: Option<Arc<ribshard_rpki::Snapshot>>,
     /// The prefixes by ROA range, kept while `rpki` is set.
     rpki_index: rpki::RpkiIndex,
+    /// With Add-Path send, the paths each prefix offered when last decided (a prefix with
+    /// none has no entry).
+    offered: hashbrown::HashMap<Prefix, add_path::OfferedList>,
 }
 
 impl Shard {
@@ -386,6 +395,7 @@ impl Shard {
             next_hops: NextHops::new(resolver),
             rpki: None,
             rpki_index: rpki::RpkiIndex::default(),
+            offered: hashbrown::HashMap::new(),
         }
     }
 
@@ -788,6 +798,23 @@ impl Shard {
         self.dests.get(prefix)?.reported_path()
     }
 
+    /// Whether the shard keeps, per prefix, the paths offered for Add-Path send.
+    pub fn keeps_add_paths(&self) -> bool {
+        self.options.add_path.is_some_and(|k| k.any())
+    }
+
+    /// With Add-Path send, the paths a prefix offers the groups that send several, in
+    /// decision order, each with the identifier it is sent with (what the last decision
+    /// reported: a table dump sends what live changes follow from).
+    pub fn offered(&self, prefix: &Prefix) -> Vec<(Offered, &Path)> {
+        let (Some(list), Some(d)) = (self.offered.get(prefix), self.dests.get(prefix)) else {
+            return Vec::new();
+        };
+        list.iter()
+            .filter_map(|o| Some((*o, d.paths.iter().find(|p| p.arrival == o.arrival)?)))
+            .collect()
+    }
+
     /// Moves every prefix to the shard of `into` that owns it under [`shard_of`] (a re-shard:
     /// the number of shards changed). A prefix moves whole: its paths, the best path last
     /// reported and whether it awaits a decision, so nothing is decided or reported again
@@ -811,10 +838,14 @@ impl Shard {
                 }
             }
         }
+        let mut offered = self.offered;
         for (prefix, d) in self.dests.into_iter() {
             let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
                 continue;
             };
+            if let Some(o) = offered.remove(&prefix) {
+                to.offered.insert(prefix, o);
+            }
             let family = prefix.family().index();
             for p in d.paths.iter().filter(|p| !p.gone()) {
                 to.tally.add_path(p, family);
@@ -869,6 +900,7 @@ impl Shard {
             next_hops: &self.next_hops,
         };
         let multipath = self.options.multipath;
+        let keep = self.options.add_path.filter(AddPathKeep::any);
         for at in journal {
             // No lookup: the journal holds where each entry is, and the decision reads the
             // peers and options beside the table, not through the shard.
@@ -881,6 +913,53 @@ impl Shard {
                 .best_of(&d.paths, &mut scratch)
                 .and_then(|i| d.paths.get(i));
             let changed = at_best.map(|p| p.arrival) != d.reported();
+            // Add-Path send: what the prefix offers now against what it offered.
+            let offers = keep.and_then(|keep| {
+                let old = self.offered.get(&prefix).map_or(&[][..], |l| &l[..]);
+                let new = add_path::offer(
+                    keep,
+                    &d.paths,
+                    old,
+                    |p| deciding.eligible(p),
+                    |p| deciding.candidate(p),
+                    &self.options,
+                );
+                (new[..] != *old).then(|| (old.to_vec(), new))
+            });
+            let add_paths = offers.map(|(old, new)| {
+                let with_paths = new
+                    .iter()
+                    .filter_map(|o| {
+                        let p = d.paths.iter().find(|p| p.arrival == o.arrival)?;
+                        Some((*o, p.clone()))
+                    })
+                    .collect();
+                if new.is_empty() {
+                    self.offered.remove(&prefix);
+                } else {
+                    self.offered.insert(prefix, new);
+                }
+                Box::new(AddPathChange {
+                    old,
+                    new: with_paths,
+                })
+            });
+            let mut add_paths = add_paths.filter(|_| changes.is_some());
+            if let (Some(out), false, Some(best)) = (changes.as_deref_mut(), changed, at_best) {
+                // The same best path; the paths offered beside it changed (with `multipath`
+                // the change below says so).
+                if add_paths.is_some() && multipath.is_none() {
+                    out.push(Change {
+                        prefix,
+                        position: Position(at),
+                        old: Some(best.clone()),
+                        best: Some(best.clone()),
+                        multipath: Vec::new(),
+                        best_changed: false,
+                        add_paths: add_paths.take(),
+                    });
+                }
+            }
             if let (Some(out), Some(m), false) = (changes.as_deref_mut(), multipath, changed) {
                 // The same best path; its equal-cost set may still have changed.
                 if let Some(best) = at_best {
@@ -891,6 +970,7 @@ impl Shard {
                         best: Some(best.clone()),
                         multipath: owned(deciding.equal_cost(&d.paths, best, m)),
                         best_changed: false,
+                        add_paths: add_paths.take(),
                     });
                 }
             }
@@ -914,6 +994,7 @@ impl Shard {
                             _ => Vec::new(),
                         },
                         best_changed: true,
+                        add_paths: add_paths.take(),
                     });
                 }
                 if let Some(peer) = old {

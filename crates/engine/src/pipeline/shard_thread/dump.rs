@@ -130,6 +130,7 @@ fn entry_for(
             prefix,
             exported: Some(e),
             source,
+            path_id: 0,
         }),
         (Some(None), None) => None,
         // In step with the previous spec: nothing to send where nothing differs.
@@ -138,6 +139,7 @@ fn entry_for(
             prefix,
             exported: Some(n),
             source,
+            path_id: 0,
         }),
         (Some(Some(_)), None) => Some(Entry::withdraw(prefix)),
     }
@@ -292,6 +294,8 @@ impl ShardWorker {
                     };
                     let p = &prefix;
                     let changed_here = d.changed.get(p).copied();
+                    // Sent live since the walk began, whole (with Add-Path a live change is
+                    // one path's: the walk sends the others).
                     if changed_here == Some(true) && d.previous.is_none() {
                         continue;
                     }
@@ -330,22 +334,64 @@ impl ShardWorker {
                             *n += 1;
                         }
                     }
-                    let e = if changed_here && d.previous.is_some() {
+                    let anew = changed_here && d.previous.is_some();
+                    let e = if anew {
                         // Sent as it is now, or withdrawn: the member may hold anything.
                         Some(match now {
                             Some(n) => Entry {
                                 prefix: *p,
                                 exported: Some(n),
                                 source,
+                                path_id: 0,
                             },
                             None => Entry::withdraw(*p),
                         })
                     } else {
                         entry_for(*p, now, before, in_step, source)
                     };
-                    if let Some(e) = e {
-                        entries.push(e);
-                        keys.push(set.key);
+                    let several = super::sends_several(shard, &g.spec, p.family());
+                    match several {
+                        None => {
+                            if let Some(e) = e {
+                                entries.push(e);
+                                keys.push(set.key);
+                            }
+                        }
+                        Some(select) => {
+                            // Add-Path: every path the group sends of the prefix, each under
+                            // its identifier, the best path's as just found.
+                            let best = shard.reported(p).map(|b| b.arrival);
+                            let offered = shard.offered(p);
+                            for (o, path) in select.pick(&offered, |(o, _)| o.equal_cost) {
+                                let e = if Some(o.arrival) == best {
+                                    e.clone()
+                                } else {
+                                    let psrc = shard.peer(path.peer);
+                                    let now = cache.get(&g.spec, &psrc, path.peer, &path.attrs, p);
+                                    let before = d
+                                        .previous
+                                        .as_mut()
+                                        .map(|b| b.exported(&psrc, path.peer, &path.attrs, p));
+                                    match (anew, now) {
+                                        (true, Some(n)) => Some(Entry {
+                                            prefix: *p,
+                                            exported: Some(n),
+                                            source: path.peer,
+                                            path_id: 0,
+                                        }),
+                                        (true, None) => Some(Entry::withdraw(*p)),
+                                        (false, now) => {
+                                            entry_for(*p, now, before, in_step, path.peer)
+                                        }
+                                    }
+                                };
+                                if let Some(mut e) = e {
+                                    e.path_id = o.path_id;
+                                    entries.push(e);
+                                    keys.push(set.key);
+                                }
+                            }
+                        }
                     }
                 }
                 for (f, n) in tally.into_iter().enumerate() {

@@ -735,8 +735,10 @@ impl ShardWorker {
         let mut out: Vec<(usize, GroupId, Vec<Entry>)> = Vec::new();
         for (id, g) in self.groups.iter_mut() {
             let entries = group_entries(&self.shard, g, &changes);
+            // With Add-Path a live change is one path's, not the prefix's: the walk still
+            // sends the prefix.
             for d in self.dumps.iter_mut().filter(|d| d.group() == *id) {
-                d.sent_live(entries.iter().map(|e| e.prefix));
+                d.sent_live(entries.iter().filter(|e| e.path_id == 0).map(|e| e.prefix));
             }
             if entries.len() <= BATCH {
                 if !entries.is_empty() {
@@ -809,8 +811,17 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         cache.get(spec, &src, p.peer, &p.attrs, prefix)
     };
     // An equal-cost set alone (`multipath`) is not advertised: only the best path is.
-    for c in changes.iter().filter(|c| c.best_changed) {
+    for c in changes.iter() {
         let f = c.prefix.family();
+        let several = sends_several(shard, spec, f);
+        if let (Some(select), Some(a)) = (several, &c.add_paths) {
+            add_path_entries(select, a, c.prefix, &mut entries, |p| {
+                export(&Some(p.clone()), &c.prefix)
+            });
+        }
+        if !c.best_changed {
+            continue;
+        }
         let old = export(&c.old, &c.prefix);
         let new = export(&c.best, &c.prefix);
         if advertised.covers(c.position) {
@@ -828,15 +839,56 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
             (Some(a), Some(b)) => same_source && (Arc::ptr_eq(a, b) || a == b),
             _ => false,
         };
-        if !same {
+        if !same && several.is_none() {
             entries.push(Entry {
                 prefix: c.prefix,
                 source: c.best.as_ref().map_or(u32::MAX, |b| b.peer),
                 exported: new,
+                path_id: 0,
             });
         }
     }
     entries
+}
+
+/// Which paths per prefix a group sends in a family, when it sends several (Add-Path send
+/// negotiated and configured, and the shard keeping the lists: a selection configured by a
+/// reload that the running shards do not keep sends the best path alone until a restart).
+pub(super) fn sends_several(
+    shard: &Shard,
+    spec: &GroupSpec,
+    f: ribshard_wire::Family,
+) -> Option<ribshard_rib::AddPathSelect> {
+    spec.add_path
+        .filter(|_| shard.keeps_add_paths() && spec.params.add_path.get(f.index()) == Some(&true))
+}
+
+/// What a group that sends several paths per prefix (Add-Path) is told of one prefix's
+/// change ([`ribshard_rib::AddPathChange::for_group`]), exported: a path export refuses is
+/// withdrawn if the group held it.
+fn add_path_entries(
+    select: ribshard_rib::AddPathSelect,
+    change: &ribshard_rib::AddPathChange,
+    prefix: ribshard_wire::Prefix,
+    entries: &mut Vec<Entry>,
+    mut export: impl FnMut(&ribshard_rib::Path) -> Option<Arc<Exported>>,
+) {
+    let diff = change.for_group(select);
+    for id in diff.withdrawn {
+        entries.push(Entry::withdraw_path((prefix, id)));
+    }
+    for (o, path, held) in diff.sent {
+        match export(path) {
+            Some(e) => entries.push(Entry {
+                prefix,
+                exported: Some(e),
+                source: path.peer,
+                path_id: o.path_id,
+            }),
+            None if held => entries.push(Entry::withdraw_path((prefix, o.path_id))),
+            None => {}
+        }
+    }
 }
 
 pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Arc<QueueStats>) {
@@ -949,6 +1001,7 @@ mod tests {
             params: Default::default(),
             families: [true, true],
             role: None,
+            add_path: None,
         }
     }
 
