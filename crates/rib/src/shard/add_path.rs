@@ -136,10 +136,25 @@ pub(super) fn offer(
     candidate: impl Fn(&Path) -> Candidate,
     options: &crate::decision::Options,
 ) -> OfferedList {
-    let mut index: Vec<usize> = (0..paths.len())
+    // One path (most prefixes as a table arrives): no ranking, nothing allocated.
+    if let [only] = paths {
+        let mut out = OfferedList::new();
+        if eligible(only) {
+            out.push(Offered {
+                peer: only.peer,
+                received_id: only.path_id,
+                arrival: only.arrival,
+                path_id: 0,
+                equal_cost: true,
+            });
+            assign_ids(&mut out, old);
+        }
+        return out;
+    }
+    let mut index: SmallVec<[usize; 4]> = (0..paths.len())
         .filter(|i| paths.get(*i).is_some_and(&eligible))
         .collect();
-    let mut cands: Vec<Candidate> = index
+    let mut cands: SmallVec<[Candidate; 4]> = index
         .iter()
         .filter_map(|i| paths.get(*i).map(&candidate))
         .collect();
@@ -150,7 +165,7 @@ pub(super) fn offer(
     } else {
         keep.ranked.max(1)
     };
-    let mut order: Vec<(usize, Candidate)> = Vec::with_capacity(ranked.min(index.len()));
+    let mut order: SmallVec<[(usize, Candidate); 4]> = SmallVec::new();
     while order.len() < ranked {
         let Some(b) = best_path(&cands, options) else {
             break;
@@ -182,7 +197,12 @@ pub(super) fn offer(
             equal_cost: best.is_some_and(|b| b == c || multipath_equal(&b, &c, m, options)),
         });
     }
-    // Identifiers: kept from the old list, else the peer's, else the least one free.
+    assign_ids(&mut out, old);
+    out
+}
+
+/// Identifiers: kept from the old list, else the peer's, else the least one free.
+fn assign_ids(out: &mut OfferedList, old: &[Offered]) {
     for k in 0..out.len() {
         let Some(o) = out.get(k).copied() else {
             continue;
@@ -204,7 +224,6 @@ pub(super) fn offer(
             x.path_id = id;
         }
     }
-    out
 }
 
 #[cfg(test)]
