@@ -234,6 +234,7 @@ mod tests {
             multipath: Vec::new(),
             best_changed: true,
             add_paths: None,
+            paths_only: false,
         }
     }
 

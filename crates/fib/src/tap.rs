@@ -75,7 +75,7 @@ impl Tap for FibTap {
     fn decided(&mut self, _table: &Shard, changes: &[Change]) {
         let ni = self.no_install.load();
         let mut out = Vec::new();
-        for c in changes {
+        for c in changes.iter().filter(|c| !c.paths_only) {
             let want = want_of(&ni, c.best.as_ref(), &c.multipath);
             // Without an equal-cost set, the old best path says what the kernel holds:
             // a change that keeps the next hop writes nothing.

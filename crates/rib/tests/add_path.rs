@@ -115,6 +115,8 @@ fn new_shard() -> Shard {
 
 fn drain(s: &mut Shard, held: &mut [Held]) {
     for c in s.drain_changes() {
+        // Without multipath, a change that keeps the best path changed only what is offered.
+        assert_eq!(c.paths_only, !c.best_changed);
         let Some(a) = &c.add_paths else { continue };
         for (select, h) in SELECTS.iter().zip(held.iter_mut()) {
             let d = a.for_group(*select);

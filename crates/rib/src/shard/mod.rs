@@ -343,6 +343,9 @@ pub struct Change {
     /// With Add-Path send ([`Options::add_path`]), the paths the prefix offered before and
     /// offers now, when they changed.
     pub add_paths: Option<Box<AddPathChange>>,
+    /// Only the paths offered for Add-Path changed: the best path (and, with `multipath`,
+    /// its equal-cost set) is as reported, so forwarding has nothing to do.
+    pub paths_only: bool,
 }
 
 pub struct Shard {
@@ -957,6 +960,7 @@ impl Shard {
                         multipath: Vec::new(),
                         best_changed: false,
                         add_paths: add_paths.take(),
+                        paths_only: true,
                     });
                 }
             }
@@ -971,6 +975,7 @@ impl Shard {
                         multipath: owned(deciding.equal_cost(&d.paths, best, m)),
                         best_changed: false,
                         add_paths: add_paths.take(),
+                        paths_only: false,
                     });
                 }
             }
@@ -995,6 +1000,7 @@ impl Shard {
                         },
                         best_changed: true,
                         add_paths: add_paths.take(),
+                        paths_only: false,
                     });
                 }
                 if let Some(peer) = old {
