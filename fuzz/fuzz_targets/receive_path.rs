@@ -33,6 +33,7 @@ fn spec() -> &'static GroupSpec {
         },
         families: [true, true],
         role: None,
+        add_path: None,
     })
 }
 

@@ -96,16 +96,18 @@ pub struct AddPathChange {
 /// the path, that identifier is withdrawn instead).
 #[derive(Debug, Default)]
 pub struct GroupDiff<'a> {
-    pub withdrawn: Vec<u32>,
-    pub sent: Vec<(&'a Offered, &'a Path, bool)>,
+    pub withdrawn: SmallVec<[u32; 2]>,
+    pub sent: SmallVec<[(&'a Offered, &'a Path, bool); 2]>,
 }
 
 impl AddPathChange {
     /// The group's part of the old and new lists, compared by identifier: a path that went
     /// is withdrawn, one that came or changed (a new version) is sent.
     pub fn for_group(&self, select: AddPathSelect) -> GroupDiff<'_> {
-        let old: Vec<&Offered> = select.pick(&self.old, |o| o.equal_cost).collect();
-        let new: Vec<&(Offered, Path)> = select.pick(&self.new, |(o, _)| o.equal_cost).collect();
+        // Each change is one of hundreds of thousands: nothing allocated for a few paths.
+        let old: SmallVec<[&Offered; 4]> = select.pick(&self.old, |o| o.equal_cost).collect();
+        let new: SmallVec<[&(Offered, Path); 4]> =
+            select.pick(&self.new, |(o, _)| o.equal_cost).collect();
         let mut d = GroupDiff::default();
         for o in &old {
             if !new.iter().any(|(n, _)| n.path_id == o.path_id) {

@@ -937,10 +937,15 @@ impl Shard {
                         Some((*o, p.clone()))
                     })
                     .collect();
-                if new.is_empty() {
-                    self.offered.remove(&prefix);
-                } else {
-                    self.offered.insert(prefix, new);
+                match self.offered.entry(prefix) {
+                    hashbrown::hash_map::Entry::Occupied(o) if new.is_empty() => {
+                        o.remove();
+                    }
+                    hashbrown::hash_map::Entry::Occupied(mut o) => *o.get_mut() = new,
+                    hashbrown::hash_map::Entry::Vacant(v) if !new.is_empty() => {
+                        v.insert(new);
+                    }
+                    hashbrown::hash_map::Entry::Vacant(_) => {}
                 }
                 Box::new(AddPathChange {
                     old,
