@@ -356,13 +356,21 @@ impl<V> PrefixMap<V> {
         self.iter().map(|(p, _)| p)
     }
 
-    pub(crate) fn into_iter(self) -> impl Iterator<Item = (Prefix, V)> {
-        self.v4
+    /// Every entry with the handle it had, taken out.
+    pub(crate) fn into_entries(self) -> impl Iterator<Item = (Handle, Prefix, V)> {
+        let v4 = self
+            .v4
             .entries
             .into_iter()
-            .flatten()
-            .map(|(k, v)| (v4_prefix(k), v))
-            .chain(self.v6.entries.into_iter().flatten())
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|(k, v)| (Handle::v4(i as u32), v4_prefix(k), v)));
+        let v6 = self
+            .v6
+            .entries
+            .into_iter()
+            .enumerate()
+            .filter_map(|(i, e)| e.map(|(p, v)| (Handle::v6(i as u32), p, v)));
+        v4.chain(v6)
     }
 }
 
@@ -434,7 +442,7 @@ mod tests {
         for (p, v) in &model {
             assert_eq!(m.get(p), Some(v));
         }
-        let mut all: Vec<(Prefix, u32)> = m.into_iter().collect();
+        let mut all: Vec<(Prefix, u32)> = m.into_entries().map(|(_, p, v)| (p, v)).collect();
         let mut want: Vec<(Prefix, u32)> = model.into_iter().collect();
         all.sort();
         want.sort();

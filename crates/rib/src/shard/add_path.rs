@@ -17,6 +17,7 @@
 
 use super::{Path, PeerIndex};
 use crate::decision::{best_path, multipath_equal, Candidate};
+use crate::prefix_map::Handle;
 use smallvec::SmallVec;
 
 /// Identifiers handed to paths received with one of their own start here; below are peer
@@ -126,6 +127,57 @@ impl AddPathChange {
 }
 
 pub(super) type OfferedList = SmallVec<[Offered; 2]>;
+
+/// Each prefix's list, by where the prefix lies in the shard's table (its handle), so a
+/// decision reaches it without hashing and a prefix costs 56 octets: an empty list is none.
+/// The table removes a prefix only once it has no path, when its list is empty too, so a
+/// position given to another prefix never finds an old list.
+#[derive(Debug, Default)]
+pub(super) struct OfferedLists {
+    /// Per family (the handle's top bit), by arena position.
+    by_at: [Vec<OfferedList>; 2],
+}
+
+impl OfferedLists {
+    fn slot(h: Handle) -> (usize, usize) {
+        let raw = h.raw();
+        (usize::from(raw >> 31 != 0), (raw & !(1 << 31)) as usize)
+    }
+
+    pub(super) fn get(&self, h: Handle) -> &[Offered] {
+        let (f, i) = Self::slot(h);
+        self.by_at
+            .get(f)
+            .and_then(|v| v.get(i))
+            .map_or(&[][..], |l| &l[..])
+    }
+
+    pub(super) fn set(&mut self, h: Handle, list: OfferedList) {
+        let (f, i) = Self::slot(h);
+        let Some(v) = self.by_at.get_mut(f) else {
+            return;
+        };
+        if i >= v.len() {
+            if list.is_empty() {
+                return;
+            }
+            v.resize(i + 1, OfferedList::new());
+        }
+        if let Some(x) = v.get_mut(i) {
+            *x = list;
+        }
+    }
+
+    /// Takes a prefix's list out (a re-shard moves it).
+    pub(super) fn take(&mut self, h: Handle) -> OfferedList {
+        let (f, i) = Self::slot(h);
+        self.by_at
+            .get_mut(f)
+            .and_then(|v| v.get_mut(i))
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+}
 
 /// The list a prefix offers now: its eligible paths in decision order as far as `keep`
 /// needs, identifiers carried over from `old`. `eligible` says which of `paths` may be

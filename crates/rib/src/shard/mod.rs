@@ -371,9 +371,8 @@ pub struct Shard {
     rpki: Option<Arc<ribshard_rpki::Snapshot>>,
     /// The prefixes by ROA range, kept while `rpki` is set.
     rpki_index: rpki::RpkiIndex,
-    /// With Add-Path send, the paths each prefix offered when last decided (a prefix with
-    /// none has no entry).
-    offered: hashbrown::HashMap<Prefix, add_path::OfferedList>,
+    /// With Add-Path send, the paths each prefix offered when last decided.
+    offered: add_path::OfferedLists,
 }
 
 impl Shard {
@@ -398,7 +397,7 @@ impl Shard {
             next_hops: NextHops::new(resolver),
             rpki: None,
             rpki_index: rpki::RpkiIndex::default(),
-            offered: hashbrown::HashMap::new(),
+            offered: add_path::OfferedLists::default(),
         }
     }
 
@@ -810,10 +809,15 @@ impl Shard {
     /// decision order, each with the identifier it is sent with (what the last decision
     /// reported: a table dump sends what live changes follow from).
     pub fn offered(&self, prefix: &Prefix) -> Vec<(Offered, &Path)> {
-        let (Some(list), Some(d)) = (self.offered.get(prefix), self.dests.get(prefix)) else {
+        let Some(h) = self.dests.find(prefix) else {
             return Vec::new();
         };
-        list.iter()
+        let Some(d) = self.dests.at(h) else {
+            return Vec::new();
+        };
+        self.offered
+            .get(h)
+            .iter()
             .filter_map(|o| Some((*o, d.paths.iter().find(|p| p.arrival == o.arrival)?)))
             .collect()
     }
@@ -842,13 +846,11 @@ impl Shard {
             }
         }
         let mut offered = self.offered;
-        for (prefix, d) in self.dests.into_iter() {
+        for (from, prefix, d) in self.dests.into_entries() {
             let Some(to) = into.get_mut(shard_of(&prefix, n)) else {
                 continue;
             };
-            if let Some(o) = offered.remove(&prefix) {
-                to.offered.insert(prefix, o);
-            }
+            let list = offered.take(from);
             let family = prefix.family().index();
             for p in d.paths.iter().filter(|p| !p.gone()) {
                 to.tally.add_path(p, family);
@@ -858,6 +860,7 @@ impl Shard {
             }
             let dirty = d.dirty;
             let at = to.dests.insert(prefix, d);
+            to.offered.set(at, list);
             if let Some(d) = to.dests.at(at) {
                 for p in d.paths.iter().filter(|p| !p.gone()) {
                     to.next_hops.add_path(&p.attrs, at);
@@ -918,7 +921,7 @@ impl Shard {
             let changed = at_best.map(|p| p.arrival) != d.reported();
             // Add-Path send: what the prefix offers now against what it offered.
             let offers = keep.and_then(|keep| {
-                let old = self.offered.get(&prefix).map_or(&[][..], |l| &l[..]);
+                let old = self.offered.get(at);
                 let new = add_path::offer(
                     keep,
                     &d.paths,
@@ -937,16 +940,7 @@ impl Shard {
                         Some((*o, p.clone()))
                     })
                     .collect();
-                match self.offered.entry(prefix) {
-                    hashbrown::hash_map::Entry::Occupied(o) if new.is_empty() => {
-                        o.remove();
-                    }
-                    hashbrown::hash_map::Entry::Occupied(mut o) => *o.get_mut() = new,
-                    hashbrown::hash_map::Entry::Vacant(v) if !new.is_empty() => {
-                        v.insert(new);
-                    }
-                    hashbrown::hash_map::Entry::Vacant(_) => {}
-                }
+                self.offered.set(at, new);
                 Box::new(AddPathChange {
                     old,
                     new: with_paths,
