@@ -1,13 +1,12 @@
 //! Routes as the birdwatcher API writes them (`ribshard_mgmt::birdwatcher`): each path of a
 //! route one JSON line, rendered in the shard that holds it, as the other layouts are.
 
-use super::routes::{as_path_segments, next_hop, sent, PeerNames};
+use super::routes::{as_path_segments, next_hop, sent, target_or_origin, PeerNames};
 use ribshard_engine::pipeline::ShownRoute;
 use ribshard_mgmt::birdwatcher::{protocol_id, Bgp, Route};
 use ribshard_rib::PathState;
 use ribshard_wire::attributes::{AttrValue, PathAttributes};
 use ribshard_wire::Origin;
-use std::net::Ipv4Addr;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 /// BIRD's preference column; BGP routes here have Junos' route preference.
@@ -81,33 +80,16 @@ fn bgp(a: &PathAttributes, next_hop: String) -> Bgp {
 /// An extended community as BIRD writes it: `(rt, 65000, 1)`, `(ro, 192.0.2.1, 7)`, others
 /// `(generic, 0x..., 0x...)`.
 fn ext_community(c: &[u8; 8]) -> [String; 3] {
-    let [t, sub, a, b, x, y, z, w] = *c;
-    let kind = match (t & 0x3f, sub) {
-        (0x00..=0x02, 0x02) => "rt",
-        (0x00..=0x02, 0x03) => "ro",
-        _ => "",
-    };
-    match (t & 0x3f, kind) {
-        (0x00, k) if !k.is_empty() => [
-            k.into(),
-            u16::from_be_bytes([a, b]).to_string(),
-            u32::from_be_bytes([x, y, z, w]).to_string(),
-        ],
-        (0x01, k) if !k.is_empty() => [
-            k.into(),
-            Ipv4Addr::new(a, b, x, y).to_string(),
-            u16::from_be_bytes([z, w]).to_string(),
-        ],
-        (0x02, k) if !k.is_empty() => [
-            k.into(),
-            u32::from_be_bytes([a, b, x, y]).to_string(),
-            u16::from_be_bytes([z, w]).to_string(),
-        ],
-        _ => [
-            "generic".into(),
-            format!("0x{:x}", u32::from_be_bytes([t, sub, a, b])),
-            format!("0x{:x}", u32::from_be_bytes([x, y, z, w])),
-        ],
+    match target_or_origin(c[0] & 0x3f, c) {
+        Some((origin, global, local)) => [(if origin { "ro" } else { "rt" }).into(), global, local],
+        None => {
+            let [t, sub, a, b, x, y, z, w] = *c;
+            [
+                "generic".into(),
+                format!("0x{:x}", u32::from_be_bytes([t, sub, a, b])),
+                format!("0x{:x}", u32::from_be_bytes([x, y, z, w])),
+            ]
+        }
     }
 }
 

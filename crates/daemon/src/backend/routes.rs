@@ -552,32 +552,41 @@ fn other_attributes(a: &PathAttributes) -> Attributes {
 
 /// Route targets and origins as Junos writes them (`target:65000:100`), others in hex.
 pub(super) fn ext_community(c: &[u8; 8]) -> String {
-    let [t, sub, a, b, x, y, z, w] = *c;
-    let kind = match sub {
-        0x02 => "target",
-        0x03 => "origin",
-        _ => "",
-    };
-    let two = u16::from_be_bytes([a, b]);
-    let four = u32::from_be_bytes([x, y, z, w]);
-    match (t, kind) {
-        (0x00, k) if !k.is_empty() => format!("{k}:{two}:{four}"),
-        (0x01, k) if !k.is_empty() => {
-            format!(
-                "{k}:{}:{}",
-                Ipv4Addr::new(a, b, x, y),
-                u16::from_be_bytes([z, w])
-            )
+    match target_or_origin(c[0], c) {
+        Some((origin, global, local)) => {
+            let kind = if origin { "origin" } else { "target" };
+            format!("{kind}:{global}:{local}")
         }
-        (0x02, k) if !k.is_empty() => {
-            format!(
-                "{k}:{}:{}",
-                u32::from_be_bytes([a, b, x, y]),
-                u16::from_be_bytes([z, w])
-            )
-        }
-        _ => c.iter().map(|b| format!("{b:02x}")).collect(),
+        None => c.iter().map(|b| format!("{b:02x}")).collect(),
     }
+}
+
+/// A route target or route origin (RFC 4360 sections 4 and 5, RFC 5668): whether it is an
+/// origin, and its global and local administrators as text; `None` for any other kind.
+/// `t`: the type octet as the caller reads it (the looking glass ignores the transitive bit).
+pub(super) fn target_or_origin(t: u8, c: &[u8; 8]) -> Option<(bool, String, String)> {
+    let [_, sub, a, b, x, y, z, w] = *c;
+    let origin = match sub {
+        0x02 => false,
+        0x03 => true,
+        _ => return None,
+    };
+    let (global, local) = match t {
+        0x00 => (
+            u16::from_be_bytes([a, b]).to_string(),
+            u32::from_be_bytes([x, y, z, w]).to_string(),
+        ),
+        0x01 => (
+            Ipv4Addr::new(a, b, x, y).to_string(),
+            u16::from_be_bytes([z, w]).to_string(),
+        ),
+        0x02 => (
+            u32::from_be_bytes([a, b, x, y]).to_string(),
+            u16::from_be_bytes([z, w]).to_string(),
+        ),
+        _ => return None,
+    };
+    Some((origin, global, local))
 }
 
 #[cfg(test)]

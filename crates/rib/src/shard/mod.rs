@@ -915,21 +915,30 @@ impl Shard {
             };
             d.dirty = false;
             let family = prefix.family().index();
-            let at_best = deciding
-                .best_of(&d.paths, &mut scratch)
-                .and_then(|i| d.paths.get(i));
-            let changed = at_best.map(|p| p.arrival) != d.reported();
-            // Add-Path send: what the prefix offers now against what it offered.
-            let offers = keep.and_then(|keep| {
-                let old = self.offered.get(at);
-                let new = add_path::offer(
+            // With Add-Path send the paths offered are ranked by the decision process, the
+            // best first: it runs once, not again for the best path alone.
+            let offer = keep.map(|keep| {
+                add_path::offer(
                     keep,
                     &d.paths,
-                    old,
+                    self.offered.get(at),
                     |p| deciding.eligible(p),
                     |p| deciding.candidate(p),
                     &self.options,
-                );
+                )
+            });
+            let at_best = match &offer {
+                Some(list) => list
+                    .first()
+                    .and_then(|o| d.paths.iter().find(|p| p.arrival == o.arrival)),
+                None => deciding
+                    .best_of(&d.paths, &mut scratch)
+                    .and_then(|i| d.paths.get(i)),
+            };
+            let changed = at_best.map(|p| p.arrival) != d.reported();
+            // Add-Path send: what the prefix offers now against what it offered.
+            let offers = offer.and_then(|new| {
+                let old = self.offered.get(at);
                 (new[..] != *old).then(|| (old.to_vec(), new))
             });
             let add_paths = offers.map(|(old, new)| {

@@ -805,8 +805,8 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         ..
     } = g;
     let mut cache = locked(cache);
-    let mut export = |p: &Option<ribshard_rib::Path>, prefix| -> Option<Arc<Exported>> {
-        let p = p.as_ref()?;
+    let mut export = |p: Option<&ribshard_rib::Path>, prefix| -> Option<Arc<Exported>> {
+        let p = p?;
         let src = shard.peer(p.peer);
         cache.get(spec, &src, p.peer, &p.attrs, prefix)
     };
@@ -816,14 +816,14 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
         let several = sends_several(shard, spec, f);
         if let (Some(select), Some(a)) = (several, &c.add_paths) {
             add_path_entries(select, a, c.prefix, &mut entries, |p| {
-                export(&Some(p.clone()), &c.prefix)
+                export(Some(p), &c.prefix)
             });
         }
         if !c.best_changed {
             continue;
         }
-        let old = export(&c.old, &c.prefix);
-        let new = export(&c.best, &c.prefix);
+        let old = export(c.old.as_ref(), &c.prefix);
+        let new = export(c.best.as_ref(), &c.prefix);
         if advertised.covers(c.position) {
             if let (Some(_), Some(p)) = (&old, &c.old) {
                 advertised.add(p.peer, f.index(), false);
