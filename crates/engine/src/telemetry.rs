@@ -106,6 +106,8 @@ pub enum ThreadKind {
     Fib,
     /// A source of routes that is not a session (`rs-originate`).
     Local,
+    /// The BMP monitor (`rs-bmp`, at nice +10).
+    Bmp,
 }
 
 impl ThreadKind {
@@ -120,6 +122,7 @@ impl ThreadKind {
             ThreadKind::Kernel => "kernel",
             ThreadKind::Fib => "fib",
             ThreadKind::Local => "local",
+            ThreadKind::Bmp => "bmp",
         }
     }
 }

@@ -129,7 +129,22 @@ async fn establishes_and_delivers_updates_in_order() {
     assert_eq!((n.hold_time, n.four_octet_as), (9, true));
     assert_eq!(n.families, [Family::Ipv4Unicast, Family::Ipv6Unicast]);
     p.send(&updates(3000, 0x0a00_0000)).await;
-    assert!(matches!(rx.recv().await, Some(Inbound::Up { peer: 0, .. })));
+    // Up carries both OPENs as they went over the wire and the connection's ends (BMP's
+    // Peer Up).
+    match rx.recv().await {
+        Some(Inbound::Up {
+            peer: 0, opened, ..
+        }) => {
+            assert_eq!(opened.sent.get(18), Some(&1), "our OPEN");
+            assert_eq!(opened.received.get(18), Some(&1), "its OPEN");
+            assert_eq!(
+                opened.remote.map(|a| a.ip()),
+                Some(IpAddr::from([127, 0, 0, 3]))
+            );
+            assert!(opened.local.is_some());
+        }
+        other => panic!("{other:?}"),
+    }
     let mut prefixes = 0;
     while prefixes < 3000 {
         match tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
@@ -152,13 +167,17 @@ async fn establishes_and_delivers_updates_in_order() {
     // A NOTIFICATION from the peer ends the session and withdraws its routes.
     p.send(&Notification::new(code::CEASE, cease::ADMINISTRATIVE_RESET, vec![]).encode())
         .await;
-    assert!(matches!(
-        rx.recv().await,
+    match rx.recv().await {
         Some(Inbound::Down {
             peer: 0,
-            stale: None
-        })
-    ));
+            stale: None,
+            reason: ribshard_engine::DownReason::RemoteNotification(n),
+        }) => assert_eq!(
+            (n.code, n.subcode),
+            (code::CEASE, cease::ADMINISTRATIVE_RESET)
+        ),
+        other => panic!("{other:?}"),
+    }
     let st = s.peers[0].status();
     assert_eq!(st.prefixes, [0, 0]);
     // The reason is typed: the NOTIFICATION itself, code and subcode.

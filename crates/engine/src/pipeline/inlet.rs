@@ -15,6 +15,11 @@ pub struct Inlet {
     /// Held across the parts of a message to every shard (and while more is queued), so
     /// that no re-shard comes between them.
     gate: Option<OwnedRwLockReadGuard<()>>,
+    /// Messages put in and handed on (or dropped) so far: an input that must know when
+    /// something it queued is in the threads' queues (the session's tap) notes
+    /// [`Inlet::pushed`] and waits until [`Inlet::handed_on`] reaches it.
+    pushed: u64,
+    handed: u64,
 }
 
 impl Inlet {
@@ -24,6 +29,18 @@ impl Inlet {
 
     pub fn push(&mut self, r: Routed) {
         self.pending.push_back(r);
+        self.pushed += 1;
+    }
+
+    /// Messages put in so far.
+    pub fn pushed(&self) -> u64 {
+        self.pushed
+    }
+
+    /// Whether every message put in before [`Inlet::pushed`] returned `mark` is in its
+    /// thread's queue (or was dropped with [`Inlet::clear`]).
+    pub fn handed_on(&self, mark: u64) -> bool {
+        self.handed.wrapping_sub(mark) as i64 >= 0
     }
 
     pub fn is_empty(&self) -> bool {
@@ -36,6 +53,7 @@ impl Inlet {
 
     /// Drops everything waiting (nothing will take it).
     pub fn clear(&mut self) {
+        self.handed = self.handed.wrapping_add(self.pending.len() as u64);
         self.pending.clear();
         self.gate = None;
     }
@@ -43,7 +61,9 @@ impl Inlet {
 
 impl Extend<Routed> for Inlet {
     fn extend<T: IntoIterator<Item = Routed>>(&mut self, iter: T) {
-        self.pending.extend(iter);
+        for r in iter {
+            self.push(r);
+        }
     }
 }
 
@@ -68,7 +88,13 @@ impl Pipeline {
             // gate is kept across those), so the gate can go.
             inlet.gate = None;
             if let Some(r) = inlet.pending.pop_front() {
-                for r in self.retarget(r, &lanes).into_iter().rev() {
+                let parts = self.retarget(r, &lanes);
+                // One message became `parts`: each must be handed on before what followed
+                // it counts as handed on.
+                inlet.handed = inlet
+                    .handed
+                    .wrapping_sub((parts.len() as u64).wrapping_sub(1));
+                for r in parts.into_iter().rev() {
                     inlet.pending.push_front(r);
                 }
             }
@@ -97,6 +123,7 @@ impl Pipeline {
             },
             None => None,
         };
+        inlet.handed = inlet.handed.wrapping_add(1);
         match sent {
             Some(true) => {}
             Some(false) => inlet.gate = None,

@@ -41,7 +41,11 @@ use tracing::{info, warn};
 #[derive(Debug)]
 pub enum Inbound {
     /// The session reached Established.
-    Up { peer: usize, negotiated: Negotiated },
+    Up {
+        peer: usize,
+        negotiated: Negotiated,
+        opened: Box<Opened>,
+    },
     /// A received UPDATE, validated (its RFC 7606 outcome is recomputed cheaply by the
     /// receiver, which owns the routes): the whole message and how to decode it.
     Update {
@@ -57,9 +61,35 @@ pub enum Inbound {
     Down {
         peer: usize,
         stale: Option<crate::negotiate::GracefulRestart>,
+        reason: DownReason,
     },
     /// End-of-RIB from the peer (RFC 4724 section 2): stale routes of the family left now go.
     EndOfRib { peer: usize, family: Family },
+}
+
+/// How a session came up, as a monitoring station is told (BMP Peer Up, RFC 7854 section
+/// 4.10): both OPENs as they went over the wire, and the connection's ends.
+#[derive(Clone, Debug)]
+pub struct Opened {
+    pub sent: Bytes,
+    pub received: Bytes,
+    pub local: Option<SocketAddr>,
+    pub remote: Option<SocketAddr>,
+    /// The session's status from now on (its Adj-RIB-In counts, for statistics).
+    pub status: watch::Receiver<SessionStatus>,
+}
+
+/// Why a session left Established, in the terms of BMP's Peer Down (RFC 7854 section 4.9).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DownReason {
+    /// We sent this NOTIFICATION (an error, an administrative stop, the hold timer).
+    LocalNotification(Notification),
+    /// We closed the connection without a NOTIFICATION.
+    LocalClosed,
+    /// The neighbor sent this NOTIFICATION.
+    RemoteNotification(Notification),
+    /// The connection broke or the neighbor closed it without a NOTIFICATION.
+    RemoteClosed,
 }
 
 /// Where the listener sends a connection: a session, and the local address it expects.

@@ -72,6 +72,7 @@ impl Session {
                     debug!(neighbor = %self.name(), ?n, "OPEN accepted");
                     let hold_time = open.hold_time;
                     self.negotiated = Some(n);
+                    self.open_received = Some(msg.clone());
                     self.event(Event::BgpOpen { hold_time });
                 }
                 Err(notification) => {

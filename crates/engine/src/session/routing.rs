@@ -2,6 +2,7 @@
 //! its member joins an update group), leaving it, handing routes on in per-shard batches,
 //! graceful-restart stale routes, and prefix limits (RFC 4486).
 
+use super::deliver::Tapped;
 use super::task::{OverLimit, Session};
 use super::{Inbound, SessionError};
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
@@ -22,7 +23,27 @@ use tracing::{info, warn};
 impl Session {
     pub(super) fn tap(&mut self, m: Inbound) {
         if self.tap.is_some() {
-            self.tapped.push_back(m);
+            let update = matches!(m, Inbound::Update { .. });
+            self.tapped.push_back(Tapped {
+                item: m,
+                mark: None,
+            });
+            // An UPDATE's routes go on with its batch; anything else is marked now, with
+            // the routes before it handed on first.
+            if !update {
+                self.flush_routes();
+            }
+        }
+    }
+
+    /// What was tapped so far goes to the tap once what the inlet holds now is handed on.
+    pub(super) fn mark_tapped(&mut self) {
+        let mark = self.inlet.pushed();
+        for t in self.tapped.iter_mut().rev() {
+            if t.mark.is_some() {
+                break;
+            }
+            t.mark = Some(mark);
         }
     }
 
@@ -47,6 +68,7 @@ impl Session {
                 }
             }
         }
+        self.mark_tapped();
     }
 
     pub(super) fn push_flush_stale(&mut self, families: [bool; 2]) {

@@ -4,10 +4,10 @@
 
 use super::adj_index::AdjIndex;
 use super::conn::{Conn, Progress, ReadError};
-use super::deliver::deliver_tapped;
+use super::deliver::{deliver_tapped, tap_ready, Tapped};
 use super::{
-    reject, reject_conn, Clear, ClearError, Control, Inbound, SessionCounters, SessionError,
-    SessionStatus, Stamped, Stop,
+    reject, reject_conn, Clear, ClearError, Control, DownReason, Inbound, Opened, SessionCounters,
+    SessionError, SessionStatus, Stamped, Stop,
 };
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
 use crate::pipeline::{Batcher, Inlet, Joined, Pipeline, Routed};
@@ -137,7 +137,7 @@ pub(super) struct Session {
     /// and nothing (Up and Down included) is ever dropped.
     pub(super) inlet: Inlet,
     /// What waits for room in the tap, likewise.
-    pub(super) tapped: VecDeque<Inbound>,
+    pub(super) tapped: VecDeque<Tapped>,
     /// This session's attribute sets (a new table per Established session: export results
     /// are cached per set, and the neighbor's identity may change between sessions).
     pub(super) interner: Option<Interner>,
@@ -161,6 +161,11 @@ pub(super) struct Session {
     /// Connections refused since the last log line about them, and when that was.
     rejected: (u64, Option<Instant>),
     pub(super) send_hold: Duration,
+    /// This connection's OPENs as sent and received (BMP Peer Up).
+    pub(super) open_sent: Option<Bytes>,
+    pub(super) open_received: Option<Bytes>,
+    /// The NOTIFICATION we sent since Established, if any (BMP Peer Down's reason).
+    notified: Option<Notification>,
     /// UPDATEs handled and not yet counted in the status ([`Session::publish_received`]).
     pub(super) unpublished_updates: u64,
 }
@@ -180,6 +185,9 @@ impl Session {
             next_open: None,
             send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
             unpublished_updates: 0,
+            open_sent: None,
+            open_received: None,
+            notified: None,
             s,
             fsm,
             conn: None,
@@ -236,7 +244,8 @@ impl Session {
             // session's routes are still being removed must not wait for that to come up.
             let reading = self.conn.is_some() && self.may_read();
             let for_pipeline = !self.inlet.is_empty();
-            let for_tap = !self.tapped.is_empty();
+            let tap_ready = tap_ready(&self.tapped, &self.inlet, self.pipeline.is_some());
+            let for_tap = tap_ready > 0;
             let has_connecting = self.connecting.is_some();
             let max_len = self.max_len();
             let has_secondary = self.secondary.is_some();
@@ -269,7 +278,7 @@ impl Session {
                             None => inlet.clear(),
                         }
                     }, if for_pipeline => Wake::Delivered,
-                    _ = deliver_tapped(tapped, tap), if for_tap => Wake::Delivered,
+                    _ = deliver_tapped(tapped, tap, tap_ready), if for_tap => Wake::Delivered,
                     r = async move {
                         match connecting {
                             Some(h) => h.await,
@@ -334,9 +343,11 @@ impl Session {
 
     /// Backpressure: an Established session reads no more UPDATEs while what it received
     /// waits to be handed on (see the loop in [`Session::run`]).
-    /// Nothing waits to be handed on, to the pipeline or the tap.
+    /// Nothing waits to be handed on, to the pipeline or the tap. Tapped items not yet
+    /// marked wait for their batch, not for anyone else: they are marked (in order) when
+    /// it is handed on, which needs more reading first.
     pub(super) fn nothing_pending(&self) -> bool {
-        self.inlet.is_empty() && self.tapped.is_empty()
+        self.inlet.is_empty() && self.tapped.front().is_none_or(|t| t.mark.is_none())
     }
 
     fn may_read(&self) -> bool {
@@ -702,6 +713,7 @@ impl Session {
     pub(super) fn notify(&mut self, n: Notification) {
         info!(neighbor = %self.name(), "NOTIFICATION sent: {n}");
         self.send(Bytes::from(n.encode()));
+        self.notified = Some(n.clone());
         self.status
             .send_modify(|st| st.last_sent = Some(Stamped::now(n)));
     }
@@ -751,7 +763,9 @@ impl Session {
                         c.hold_time = self.s.hold_time;
                         self.fsm.set_config(c);
                     }
-                    self.send(Bytes::from(self.our_open.encode()))
+                    let open = Bytes::from(self.our_open.encode());
+                    self.open_sent = Some(open.clone());
+                    self.send(open)
                 }
                 Action::SendKeepalive => self.send(Bytes::copy_from_slice(&keepalive())),
                 Action::SendNotification(n) => self.notify(n),
@@ -778,13 +792,28 @@ impl Session {
                         st.negotiated = n.clone();
                         st.established_transitions += 1;
                     });
+                    self.notified = None;
                     if let Some(negotiated) = n {
                         // Ordered before any UPDATE of this session.
                         self.pipeline_up(&negotiated);
-                        self.tap(Inbound::Up {
-                            peer: self.index,
-                            negotiated,
-                        });
+                        if self.tap.is_some() {
+                            let (local, remote) = {
+                                let st = self.status.borrow();
+                                (st.local, st.remote)
+                            };
+                            let opened = Box::new(Opened {
+                                sent: self.open_sent.clone().unwrap_or_default(),
+                                received: self.open_received.clone().unwrap_or_default(),
+                                local,
+                                remote,
+                                status: self.status.subscribe(),
+                            });
+                            self.tap(Inbound::Up {
+                                peer: self.index,
+                                negotiated,
+                                opened,
+                            });
+                        }
                     }
                 }
                 Action::ReleaseResources => {
@@ -815,9 +844,21 @@ impl Session {
                         self.status.send_modify(|st| st.flaps += 1);
                         info!(neighbor = %self.name(), graceful_restart = stale.is_some(), "session down");
                         self.pipeline_down(stale.as_ref());
+                        let reason = match (self.notified.take(), &ending) {
+                            (Some(n), _) => DownReason::LocalNotification(n),
+                            (None, Ending::Notified { .. }) => {
+                                match self.status.borrow().last_received.clone() {
+                                    Some(n) => DownReason::RemoteNotification(n.value),
+                                    None => DownReason::RemoteClosed,
+                                }
+                            }
+                            (None, Ending::Lost) => DownReason::RemoteClosed,
+                            (None, Ending::Other) => DownReason::LocalClosed,
+                        };
                         self.tap(Inbound::Down {
                             peer: self.index,
                             stale,
+                            reason,
                         });
                     }
                 }
