@@ -10,8 +10,8 @@
 //! routes go; a new one gets a session; one whose other session settings differ (anything
 //! of its own, or inherited: `local-as`, `router-id`, timers, ...) is sent Cease / Other
 //! Configuration Change (RFC 4486) and comes back with the new settings. `listen`, `path-selection` / `multipath`,
-//! `write-queue-high-water`, `update-delay` and `[management]` wait for a restart, and are
-//! named.
+//! `write-queue-high-water`, `update-delay`, `[management]` and `[bmp]` wait for a restart,
+//! and are named.
 //!
 //! [`reload`] does it, for SIGHUP and `ribshard configure reload` alike.
 
@@ -85,6 +85,10 @@ pub fn plan(running: &Config, active: &[(usize, PeerSettings)], new: &Config) ->
     restart(running.fib != new.fib, "fib");
     restart(running.mrt != new.mrt, "mrt");
     restart(running.resolution != new.resolution, "bgp.resolution");
+    restart(
+        running.bmp != new.bmp || running.bmp_sys_name != new.bmp_sys_name,
+        "bmp",
+    );
     let key = |s: &PeerSettings| -> (IpAddr, u16) { (s.address, s.port) };
     let old: BTreeMap<(IpAddr, u16), &(usize, PeerSettings)> =
         active.iter().map(|a| (key(&a.1), a)).collect();
@@ -131,6 +135,8 @@ pub fn applied_config(running: &Config, new: Config) -> Config {
     c.fib = running.fib.clone();
     c.mrt = running.mrt.clone();
     c.resolution = running.resolution.clone();
+    c.bmp = running.bmp.clone();
+    c.bmp_sys_name = running.bmp_sys_name.clone();
     c
 }
 

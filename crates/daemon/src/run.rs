@@ -79,10 +79,18 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         inputs
             .subscribers
             .push(Arc::new(WatchSubscriber(watch.clone())));
+        // BMP's Loc-RIB feed is a subscriber of the shards; its Adj-RIB-In feed the tap.
+        let bmp = start_bmp(&config)?;
+        if let Some(s) = bmp.as_ref().and_then(|b| b.subscriber()) {
+            inputs.subscribers.push(s);
+        }
         let pipeline = Pipeline::start_with(pc, inputs);
         pipeline.memory().set_limit(config.memory_limit);
         forwarding.attach(pipeline.clone());
-        // The tap carries every received UPDATE; only the BGP4MP log needs it.
+        if let Some(b) = &bmp {
+            b.attach(pipeline.clone());
+        }
+        // The tap carries every received UPDATE; only the BGP4MP log and BMP need it.
         let mut log = match (&opts.dump_updates, &config.mrt.updates) {
             (Some(path), _) => Some(UpdatesLog::file(path)),
             (None, Some(pattern)) => Some(UpdatesLog::new(
@@ -93,7 +101,8 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             (None, None) => None,
         };
         let logging = log.is_some();
-        let tap = logging.then_some(tx);
+        let tapping = logging || bmp.is_some();
+        let tap = tapping.then_some(tx);
         let sessions =
             Sessions::start_with(peers.clone(), &config.listen, tap, Some(pipeline.clone()))
                 .await?;
@@ -141,14 +150,24 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         }
         loop {
             tokio::select! {
-                m = rx.recv(), if logging => {
+                m = rx.recv(), if tapping => {
                     let Some(m) = m else { break };
                     let began = Instant::now();
                     let live = daemon.live.read().await;
-                    consume(m, &live.peers, &live.config, log.as_mut());
-                    // Drain what is queued, then flush the log once.
+                    consume(&m, &live.peers, &live.config, log.as_mut());
+                    let mut monitored = Vec::new();
+                    if bmp.is_some() {
+                        monitored.push(m);
+                    }
+                    // Drain what is queued, then flush the log once and hand BMP the lot.
                     while let Ok(m) = rx.try_recv() {
-                        consume(m, &live.peers, &live.config, log.as_mut());
+                        consume(&m, &live.peers, &live.config, log.as_mut());
+                        if bmp.is_some() {
+                            monitored.push(m);
+                        }
+                    }
+                    if let Some(b) = &bmp {
+                        b.received(monitored).await;
                     }
                     if let Some(d) = log.as_mut() {
                         if let Err(e) = d.flush() {
@@ -202,11 +221,37 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         let p = pipeline.clone();
         crate::state::off_runtime(move || p.stop()).await;
         daemon.forwarding().stop();
+        if let Some(b) = bmp {
+            crate::state::off_runtime(move || b.stop()).await;
+        }
         if let Some(mut d) = log {
             d.flush()?;
         }
         Ok(())
     })
+}
+
+/// The BMP monitor, when `[bmp]` names stations.
+fn start_bmp(
+    config: &Config,
+) -> Result<Option<Arc<ribshard_bmp::Monitor>>, Box<dyn std::error::Error>> {
+    if config.bmp.is_empty() {
+        return Ok(None);
+    }
+    let sys_name = config.bmp_sys_name.clone().unwrap_or_else(|| {
+        std::fs::read_to_string("/proc/sys/kernel/hostname")
+            .map(|h| h.trim().to_string())
+            .unwrap_or_else(|_| config.router_id.to_string())
+    });
+    let monitor = ribshard_bmp::Monitor::start(ribshard_bmp::BmpConfig {
+        stations: config.bmp.clone(),
+        sys_name,
+        sys_descr: format!("ribshard {} (BGP daemon)", env!("CARGO_PKG_VERSION")),
+        local_as: config.local_as,
+        router_id: config.router_id,
+    })
+    .map_err(|e| format!("bmp: cannot start its thread: {e}"))?;
+    Ok(Some(monitor))
 }
 
 /// Answers a signal that has no action with the sessions' states, in one line.
@@ -230,7 +275,7 @@ async fn log_signal(name: &str, daemon: &Daemon) {
 /// Writes what a session handed the tap into the BGP4MP log: received UPDATEs, and each
 /// session reaching or leaving Established (RFC 4271 FSM states: 5 OpenConfirm, 6
 /// Established, 1 Idle).
-fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut UpdatesLog>) {
+fn consume(m: &Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut UpdatesLog>) {
     let Some(log) = log else { return };
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -248,7 +293,7 @@ fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut
     let written = match m {
         Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => Ok(()),
         Inbound::Up { peer, .. } | Inbound::Down { peer, .. } => {
-            let Some(p) = peers.get(peer) else { return };
+            let Some(p) = peers.get(*peer) else { return };
             let (old, new) = if matches!(m, Inbound::Up { .. }) {
                 (5, 6)
             } else {
@@ -261,11 +306,11 @@ fn consume(m: Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mut
             message,
             params,
         } => {
-            let Some(p) = peers.get(peer) else { return };
+            let Some(p) = peers.get(*peer) else { return };
             // RFC 8050: messages with path identifiers get the ADDPATH subtype (it marks a
             // whole message, so a session with Add-Path in one family only is marked too).
             let add_path = params.add_path.iter().any(|&a| a);
-            log.message(now, &session(p), add_path, &message)
+            log.message(now, &session(p), add_path, message)
         }
     };
     if let Err(e) = written {

@@ -2,6 +2,7 @@
 //! has one. [`load`] parses, checks every setting, and resolves each neighbor's effective
 //! settings (neighbor over group over `[bgp]`); every error names the file, line and key.
 
+pub mod bmp;
 mod collect;
 mod host;
 mod lower;

@@ -123,6 +123,10 @@ pub struct Config {
     pub mrt: MrtConfig,
     /// `[rpki]`; `None`: no RTR client (every route is not-found / unknown).
     pub rpki: Option<super::rpki::RpkiConfig>,
+    /// `[bmp]`: the monitoring stations (none: no BMP).
+    pub bmp: Vec<ribshard_bmp::StationConfig>,
+    /// `[bmp] sys-name`, when set.
+    pub bmp_sys_name: Option<String>,
 }
 
 /// When an originated network is advertised.
@@ -1136,6 +1140,7 @@ fn resolve_into(
         warns.push(("bgp.group".into(), WarningKind::NoNeighbors));
     }
     let rpki = super::rpki::resolve(raw.rpki.as_ref(), &mut errs);
+    let bmp = super::bmp::resolve(raw.bmp.as_ref(), &mut errs);
     if rpki.is_none() {
         super::rpki::warn_unfed(&peers, &policies, warns);
     }
@@ -1174,6 +1179,8 @@ fn resolve_into(
             originate,
             mrt,
             rpki,
+            bmp,
+            bmp_sys_name: raw.bmp.as_ref().and_then(|b| b.sys_name.clone()),
         })
     } else {
         Err(errs)

@@ -94,6 +94,39 @@ pub struct Raw {
     pub policy_options: Option<ribshard_policy::PolicyOptions>,
     /// RPKI caches (RTR, RFC 8210) for `validation-state` and `aspa-state`.
     pub rpki: Option<Rpki>,
+    /// BMP monitoring stations (RFC 7854).
+    pub bmp: Option<Bmp>,
+}
+
+/// `[bmp]`: the BGP Monitoring Protocol stations ribshard reports to.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct Bmp {
+    /// Initiation's sysName. Default: the host's name.
+    pub sys_name: Option<String>,
+    pub station: Option<Vec<BmpStation>>,
+}
+
+/// `[[bmp.station]]`: one monitoring station ribshard connects to (Junos `bmp station`).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct BmpStation {
+    /// For logs and `show bmp`. Default: address and port.
+    pub name: Option<String>,
+    pub address: Option<IpAddr>,
+    pub port: Option<u16>,
+    /// Which RIBs it is sent: `pre-policy` (Adj-RIB-In as received), `loc-rib`. Default
+    /// `["pre-policy"]`.
+    pub route_monitoring: Option<Vec<String>>,
+    /// Seconds between Statistics Reports; 0: none. Default 60.
+    pub statistics_timeout: Option<u32>,
+    /// MiB that may wait for the station before it is dropped (and dumped again when it
+    /// is back). Default 64.
+    pub buffer_size: Option<u32>,
+    /// Seconds before connecting again after a failure, doubled each time up to
+    /// `retry-max`. Defaults 1 and 60.
+    pub retry: Option<u32>,
+    pub retry_max: Option<u32>,
 }
 
 /// `[rpki]`: the RPKI-to-Router caches import policies validate routes against.

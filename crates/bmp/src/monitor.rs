@@ -1,0 +1,669 @@
+//! The monitor: one thread that turns what the sessions received and what the shards
+//! decided into BMP messages for every station, and brings each station up to date when it
+//! connects (`dump`).
+//!
+//! Inputs, in one order per source:
+//! - **the sessions' tap** ([`Monitor::received`]): Up (Peer Up), each UPDATE as received
+//!   (pre-policy Route Monitoring, forwarded whole), End-of-RIB, Down (Peer Down). An item
+//!   comes only once the routes it brought are in the shards' queues
+//!   (`engine::session::deliver`), which is what makes a dump and the live feed agree;
+//! - **the shards' change stream** ([`LocRibSubscriber`]): best-path changes, sent as Loc-RIB
+//!   Route Monitoring (RFC 9069); no copy of the Loc-RIB is kept here;
+//! - **the stations' connections** and the **dumps' walks**.
+//!
+//! Statistics Reports go on a timer. Nothing here waits for a station.
+
+use crate::dump::{walk, Dump, DumpPart};
+use crate::message::{self, info, initiation, peer_down, peer_up, statistics, PeerHeader, Stat};
+use crate::routes::{end_of_rib, params, Packer};
+use crate::station::{self, Link, Outbox, StationConfig, StationError};
+use bytes::Bytes;
+use ribshard_engine::pipeline::{Passed, Pipeline, Subscriber, Tap};
+use ribshard_engine::{DownReason, Inbound, Negotiated, Opened, SessionStatus};
+use ribshard_rib::{Change, RouteAttrs, Shard};
+use ribshard_wire::{Capability, Family, Open, Prefix};
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+use tokio::sync::{mpsc, watch};
+use tracing::{info, warn};
+
+/// What the monitor is told at start.
+#[derive(Clone, Debug)]
+pub struct BmpConfig {
+    pub stations: Vec<StationConfig>,
+    /// Initiation's sysName and sysDescr (RFC 7854 section 4.4).
+    pub sys_name: String,
+    pub sys_descr: String,
+    pub local_as: u32,
+    pub router_id: Ipv4Addr,
+}
+
+/// Inputs queued for the monitor at most (batches of changes or of UPDATEs): shards and
+/// sessions wait when it is full. It runs at a lower priority than routing, so while the
+/// CPUs are busy converging it falls behind by design, by as much as this holds (a few
+/// tens of MB at most); stations never make it wait.
+const INPUT_QUEUE: usize = 16384;
+
+/// A station as the operator sees it (`show bmp`, the API).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StationStatus {
+    pub name: String,
+    pub address: std::net::SocketAddr,
+    pub state: StationState,
+    pub ribs: station::Ribs,
+    /// Connections made, and how the last one ended.
+    pub connections: u64,
+    pub last_error: Option<StationError>,
+    /// Messages written, and octets waiting now.
+    pub messages: u64,
+    pub waiting: usize,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StationState {
+    Connecting,
+    /// Connected, being sent its dump.
+    Dumping,
+    Up,
+}
+
+impl std::fmt::Display for StationState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StationState::Connecting => "Connecting",
+            StationState::Dumping => "Dumping",
+            StationState::Up => "Up",
+        })
+    }
+}
+
+enum Input {
+    Session(Vec<Inbound>),
+    /// Best-path changes, and what they add to the Loc-RIB's count per family.
+    LocRib(Vec<(Prefix, Option<Arc<RouteAttrs>>)>, [i64; 2]),
+    Barrier(Passed),
+    Pipeline(Arc<Pipeline>),
+    Stop(std::sync::mpsc::Sender<()>),
+}
+
+/// The BMP monitor: started once with the daemon when `[bmp]` names a station.
+pub struct Monitor {
+    tx: mpsc::Sender<Input>,
+    thread: Mutex<Option<std::thread::JoinHandle<()>>>,
+    loc_rib: bool,
+    status: Arc<Mutex<Vec<StationStatus>>>,
+}
+
+impl Monitor {
+    pub fn start(config: BmpConfig) -> std::io::Result<Arc<Monitor>> {
+        let (tx, rx) = mpsc::channel(INPUT_QUEUE);
+        let loc_rib = config.stations.iter().any(|s| s.ribs.loc_rib);
+        let status = Arc::new(Mutex::new(
+            config
+                .stations
+                .iter()
+                .map(|s| StationStatus {
+                    name: s.name.clone(),
+                    address: s.address,
+                    state: StationState::Connecting,
+                    ribs: s.ribs,
+                    connections: 0,
+                    last_error: None,
+                    messages: 0,
+                    waiting: 0,
+                })
+                .collect(),
+        ));
+        let shown = status.clone();
+        let thread = std::thread::Builder::new()
+            .name("rs-bmp".into())
+            .spawn(move || {
+                let _work = ribshard_engine::telemetry::register(
+                    ribshard_engine::telemetry::ThreadKind::Bmp,
+                    0,
+                );
+                // SAFETY: setpriority on this thread (PRIO_PROCESS with a thread id applies
+                // to the thread on Linux); lowering one's own priority needs no privilege.
+                // Monitoring yields the CPUs to routing, and catches up after.
+                unsafe {
+                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+                }
+                let rt = match tokio::runtime::Builder::new_current_thread()
+                    .enable_all()
+                    .build()
+                {
+                    Ok(rt) => rt,
+                    Err(e) => {
+                        warn!("BMP: cannot start its runtime: {e}");
+                        return;
+                    }
+                };
+                rt.block_on(run(config, rx, shown));
+            })?;
+        Ok(Arc::new(Monitor {
+            tx,
+            thread: Mutex::new(Some(thread)),
+            loc_rib,
+            status,
+        }))
+    }
+
+    /// The Loc-RIB feed, to register with the pipeline; `None` when no station wants it.
+    pub fn subscriber(&self) -> Option<Arc<dyn Subscriber>> {
+        self.loc_rib.then(|| {
+            Arc::new(LocRibSubscriber {
+                tx: self.tx.clone(),
+            }) as Arc<dyn Subscriber>
+        })
+    }
+
+    /// The pipeline, for the dumps.
+    pub fn attach(&self, pipeline: Arc<Pipeline>) {
+        let _ = self.tx.try_send(Input::Pipeline(pipeline));
+    }
+
+    /// What the sessions handed the tap, in order; waits for room (backpressure on the
+    /// sessions, as the tap has).
+    pub async fn received(&self, m: Vec<Inbound>) {
+        if !m.is_empty() {
+            let _ = self.tx.send(Input::Session(m)).await;
+        }
+    }
+
+    /// Every station as it stands.
+    pub fn stations(&self) -> Vec<StationStatus> {
+        self.status
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Tells every connected station the monitoring ends (Termination, administratively
+    /// closed), writes what waits for about two seconds at most, and ends the thread.
+    pub fn stop(&self) {
+        let (done, wait) = std::sync::mpsc::channel();
+        if self.tx.blocking_send(Input::Stop(done)).is_ok() {
+            let _ = wait.recv_timeout(Duration::from_secs(3));
+        }
+        let thread = self.thread.lock().unwrap_or_else(|e| e.into_inner()).take();
+        if let Some(t) = thread {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The Loc-RIB feed: a part in each shard thread copies each best-path change.
+struct LocRibSubscriber {
+    tx: mpsc::Sender<Input>,
+}
+
+impl Subscriber for LocRibSubscriber {
+    fn name(&self) -> &'static str {
+        "bmp"
+    }
+
+    fn tap(&self, _shard: usize, _shards: usize) -> Box<dyn Tap> {
+        Box::new(LocRibTap {
+            tx: self.tx.clone(),
+        })
+    }
+}
+
+struct LocRibTap {
+    tx: mpsc::Sender<Input>,
+}
+
+impl Tap for LocRibTap {
+    fn decided(&mut self, _table: &Shard, changes: &[Change]) {
+        let mut delta = [0i64; 2];
+        let batch: Vec<_> = changes
+            .iter()
+            .filter(|c| c.best_changed && !c.paths_only)
+            .map(|c| {
+                delta[c.prefix.family().index()] +=
+                    i64::from(c.best.is_some()) - i64::from(c.old.is_some());
+                (c.prefix, c.best.as_ref().map(|p| p.attrs.clone()))
+            })
+            .collect();
+        if !batch.is_empty() {
+            let _ = self.tx.blocking_send(Input::LocRib(batch, delta));
+        }
+    }
+
+    fn barrier(&mut self, done: Passed) {
+        // The monitor takes inputs in order: at the barrier it has everything before.
+        if let Err(mpsc::error::SendError(Input::Barrier(done))) =
+            self.tx.blocking_send(Input::Barrier(done))
+        {
+            done.pass();
+        }
+    }
+}
+
+/// A neighbor up now, as the stations are told.
+pub(crate) struct Peer {
+    pub(crate) header: PeerHeader,
+    /// Its Peer Up message, kept for stations that connect later.
+    up: Bytes,
+    pub(crate) families: Vec<Family>,
+    pub(crate) add_path: [bool; 2],
+    status: watch::Receiver<SessionStatus>,
+}
+
+pub(crate) struct Station {
+    pub(crate) config: StationConfig,
+    pub(crate) outbox: Arc<Outbox>,
+    pub(crate) link: LinkState,
+    /// Counts connections: a walk's parts for an older one are dropped.
+    pub(crate) generation: u64,
+    next_stats: Option<Instant>,
+}
+
+pub(crate) enum LinkState {
+    Down,
+    Dumping(Box<Dump>),
+    Up,
+}
+
+/// Which feed a message belongs to: a station gets the feeds it asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Feed {
+    AdjRibIn,
+    LocRib,
+}
+
+pub(crate) struct State {
+    config: BmpConfig,
+    pub(crate) peers: BTreeMap<usize, Peer>,
+    /// Prefixes in the Loc-RIB per family, from the changes (for statistics).
+    loc_rib_counts: [i64; 2],
+    pub(crate) loc_header: PeerHeader,
+    loc_up: Bytes,
+    pub(crate) stations: Vec<Station>,
+    pipeline: Option<Arc<Pipeline>>,
+    dumps: mpsc::Sender<(usize, u64, DumpPart)>,
+    shown: Arc<Mutex<Vec<StationStatus>>>,
+}
+
+async fn run(
+    config: BmpConfig,
+    mut rx: mpsc::Receiver<Input>,
+    shown: Arc<Mutex<Vec<StationStatus>>>,
+) {
+    let (links_tx, mut links) = mpsc::channel(16);
+    let (dumps, mut dump_rx) = mpsc::channel(4);
+    let mut tasks = Vec::new();
+    let mut stations = Vec::new();
+    for (id, s) in config.stations.iter().enumerate() {
+        let outbox = Arc::new(Outbox::default());
+        tasks.push(tokio::spawn(station::run(
+            id,
+            s.clone(),
+            outbox.clone(),
+            links_tx.clone(),
+        )));
+        stations.push(Station {
+            config: s.clone(),
+            outbox,
+            link: LinkState::Down,
+            generation: 0,
+            next_stats: None,
+        });
+    }
+    drop(links_tx);
+    let loc_header = PeerHeader::loc_rib(config.local_as, config.router_id);
+    let loc_up = loc_rib_peer_up(&loc_header, config.local_as, config.router_id);
+    let mut st = State {
+        config,
+        peers: BTreeMap::new(),
+        loc_rib_counts: [0; 2],
+        loc_header,
+        loc_up,
+        stations,
+        pipeline: None,
+        dumps,
+        shown,
+    };
+    let mut tick = tokio::time::interval(Duration::from_secs(1));
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            biased;
+            Some((id, link)) = links.recv() => st.link(id, link),
+            Some((id, generation, part)) = dump_rx.recv() => st.dump_part(id, generation, part),
+            m = rx.recv() => match m {
+                None => break,
+                Some(Input::Stop(done)) => {
+                    st.stop().await;
+                    let _ = done.send(());
+                    break;
+                }
+                Some(m) => st.input(m),
+            },
+            _ = tick.tick() => st.statistics(),
+        }
+    }
+    for t in tasks {
+        t.abort();
+    }
+}
+
+impl State {
+    fn input(&mut self, m: Input) {
+        match m {
+            Input::Session(v) => {
+                for s in v {
+                    self.session(s);
+                }
+            }
+            Input::LocRib(changes, delta) => self.loc_rib_changes(changes, delta),
+            Input::Barrier(done) => done.pass(),
+            Input::Pipeline(p) => self.pipeline = Some(p),
+            Input::Stop(done) => {
+                let _ = done.send(());
+            }
+        }
+    }
+
+    fn session(&mut self, m: Inbound) {
+        match m {
+            Inbound::Up {
+                peer,
+                negotiated,
+                opened,
+            } => {
+                let p = new_peer(&negotiated, *opened);
+                let up = p.up.clone();
+                self.peers.insert(peer, p);
+                self.send(Feed::AdjRibIn, vec![up]);
+            }
+            Inbound::Update {
+                peer,
+                message,
+                params,
+            } => {
+                let Some(p) = self.peers.get(&peer) else {
+                    return;
+                };
+                let mut header = p.header.now();
+                if !params.four_octet_as {
+                    header = header.with_flags(message::peer_flags::A);
+                }
+                // The UPDATE as received, not copied: the header goes before it.
+                let before = message::route_monitoring_header(&header, message.len());
+                self.send(Feed::AdjRibIn, vec![before, message]);
+            }
+            Inbound::EndOfRib { peer, family } => {
+                let Some(p) = self.peers.get(&peer) else {
+                    return;
+                };
+                let eor = end_of_rib(&p.header.now(), family);
+                self.send(Feed::AdjRibIn, vec![eor]);
+            }
+            Inbound::Down { peer, reason, .. } => {
+                let Some(p) = self.peers.remove(&peer) else {
+                    return;
+                };
+                let header = p.header.now();
+                let msg = match reason {
+                    DownReason::LocalNotification(n) => {
+                        peer_down(&header, message::down::LOCAL_NOTIFICATION, &n.encode())
+                    }
+                    // No FSM event is kept for it: 0 (RFC 7854 section 4.9).
+                    DownReason::LocalClosed => {
+                        peer_down(&header, message::down::LOCAL_NO_NOTIFICATION, &[0, 0])
+                    }
+                    DownReason::RemoteNotification(n) => {
+                        peer_down(&header, message::down::REMOTE_NOTIFICATION, &n.encode())
+                    }
+                    DownReason::RemoteClosed => {
+                        peer_down(&header, message::down::REMOTE_NO_NOTIFICATION, &[])
+                    }
+                };
+                self.send(Feed::AdjRibIn, vec![msg]);
+            }
+            Inbound::RouteRefresh { .. } => {}
+        }
+    }
+
+    /// Sends a feed's messages to every station that takes it: now, or after its dump.
+    fn send(&mut self, feed: Feed, msgs: Vec<Bytes>) {
+        for s in &mut self.stations {
+            let wanted = match feed {
+                Feed::AdjRibIn => s.config.ribs.pre_policy,
+                Feed::LocRib => s.config.ribs.loc_rib,
+            };
+            if !wanted {
+                continue;
+            }
+            match &mut s.link {
+                LinkState::Down => {}
+                LinkState::Up => {
+                    if !s.outbox.push(msgs.iter().cloned(), s.config.buffer) {
+                        s.link = LinkState::Down;
+                    }
+                }
+                LinkState::Dumping(d) => {
+                    if !d.hold(&msgs, s.config.buffer) {
+                        // The same bound as the outbox: the station cannot take it in time.
+                        s.outbox.overflow(d.held_octets);
+                        s.link = LinkState::Down;
+                    }
+                }
+            }
+        }
+    }
+
+    fn loc_rib_changes(
+        &mut self,
+        changes: Vec<(Prefix, Option<Arc<RouteAttrs>>)>,
+        delta: [i64; 2],
+    ) {
+        self.loc_rib_counts[0] += delta[0];
+        self.loc_rib_counts[1] += delta[1];
+        let wanted = self
+            .stations
+            .iter()
+            .any(|s| s.config.ribs.loc_rib && !matches!(s.link, LinkState::Down));
+        if !wanted {
+            return;
+        }
+        let mut packer = Packer::default();
+        for (prefix, best) in &changes {
+            match best {
+                Some(attrs) => packer.announce(*prefix, None, attrs),
+                None => packer.withdraw(*prefix, None),
+            }
+        }
+        let (msgs, failed) = packer.finish(&self.loc_header.now(), params([false; 2]));
+        if failed > 0 {
+            warn!(
+                sets = failed,
+                "BMP: Loc-RIB routes with attributes too large for any UPDATE left out"
+            );
+        }
+        self.send(Feed::LocRib, msgs);
+    }
+
+    fn link(&mut self, id: usize, link: Link) {
+        let Some(s) = self.stations.get_mut(id) else {
+            return;
+        };
+        match link {
+            Link::Connected => {
+                s.generation += 1;
+                let ribs = s.config.ribs;
+                let mut msgs = vec![initiation(&self.config.sys_name, &self.config.sys_descr)];
+                if ribs.pre_policy {
+                    msgs.extend(self.peers.values().map(|p| p.up.clone()));
+                }
+                if ribs.loc_rib {
+                    msgs.push(self.loc_up.clone());
+                }
+                s.outbox.push(msgs, usize::MAX);
+                let dump = Dump::new(ribs, &self.peers);
+                let pace = (s.outbox.clone(), s.config.buffer);
+                walk(
+                    &self.pipeline,
+                    &self.dumps,
+                    id,
+                    s.generation,
+                    ribs.pre_policy,
+                    pace,
+                );
+                s.link = LinkState::Dumping(Box::new(dump));
+                s.next_stats = s.config.statistics_interval.map(|i| Instant::now() + i);
+                info!(station = %s.config.name, "BMP station: sending the dump");
+            }
+            Link::Down(e) => {
+                s.link = LinkState::Down;
+                let mut shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(v) = shown.get_mut(id) {
+                    v.last_error = Some(e);
+                }
+            }
+        }
+        self.show();
+    }
+
+    /// Statistics Reports for the stations whose interval came.
+    fn statistics(&mut self) {
+        let now = Instant::now();
+        for s in &mut self.stations {
+            let (Some(at), Some(every)) = (s.next_stats, s.config.statistics_interval) else {
+                continue;
+            };
+            if now < at || !matches!(s.link, LinkState::Up) {
+                continue;
+            }
+            s.next_stats = Some(now + every);
+            let mut msgs = Vec::new();
+            if s.config.ribs.pre_policy {
+                for p in self.peers.values() {
+                    let counts = p.status.borrow().prefixes;
+                    let mut stats = vec![Stat::Gauge(
+                        message::stat::ADJ_RIB_IN,
+                        counts.iter().map(|&c| c as u64).sum(),
+                    )];
+                    for f in &p.families {
+                        stats.push(Stat::FamilyGauge(
+                            message::stat::ADJ_RIB_IN_AFI,
+                            f.afi(),
+                            f.safi(),
+                            counts[f.index()] as u64,
+                        ));
+                    }
+                    msgs.push(statistics(&p.header.now(), &stats));
+                }
+            }
+            if s.config.ribs.loc_rib {
+                let c = self.loc_rib_counts.map(|c| c.max(0) as u64);
+                let mut stats = vec![Stat::Gauge(message::stat::LOC_RIB, c[0] + c[1])];
+                for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+                    stats.push(Stat::FamilyGauge(
+                        message::stat::LOC_RIB_AFI,
+                        f.afi(),
+                        f.safi(),
+                        c[f.index()],
+                    ));
+                }
+                msgs.push(statistics(&self.loc_header.now(), &stats));
+            }
+            if !s.outbox.push(msgs, s.config.buffer) {
+                s.link = LinkState::Down;
+            }
+        }
+        self.show();
+    }
+
+    /// Publishes the stations' states for `show bmp`.
+    pub(crate) fn show(&self) {
+        let mut shown = self.shown.lock().unwrap_or_else(|e| e.into_inner());
+        for (s, v) in self.stations.iter().zip(shown.iter_mut()) {
+            let state = match s.link {
+                LinkState::Down => StationState::Connecting,
+                LinkState::Dumping(_) => StationState::Dumping,
+                LinkState::Up => StationState::Up,
+            };
+            v.state = state;
+            v.connections = s.generation;
+            v.messages = s.outbox.written();
+            v.waiting = s.outbox.waiting();
+        }
+    }
+
+    /// Termination to every connected station, then its connection ends once written.
+    async fn stop(&mut self) {
+        let bye = message::termination(
+            message::term::ADMINISTRATIVELY_CLOSED,
+            "ribshard is shutting down",
+        );
+        for s in &mut self.stations {
+            if !matches!(s.link, LinkState::Down) {
+                s.outbox.push([bye.clone()], usize::MAX);
+            }
+            s.outbox.stop();
+        }
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline && self.stations.iter().any(|s| s.outbox.waiting() > 0) {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        // Give the connection tasks a moment to write the last batch and close.
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A neighbor that came up, with its Peer Up message.
+fn new_peer(n: &Negotiated, o: Opened) -> Peer {
+    let canonical = |a: IpAddr| a.to_canonical();
+    let address = o
+        .remote
+        .map(|a| canonical(a.ip()))
+        .unwrap_or(IpAddr::V4(Ipv4Addr::UNSPECIFIED));
+    let header = PeerHeader::global(address, n.peer_as, n.peer_id);
+    let local = o
+        .local
+        .map(|a| (canonical(a.ip()), a.port()))
+        .unwrap_or((IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0));
+    let remote_port = o.remote.map_or(0, |a| a.port());
+    let up = peer_up(&header.now(), local, remote_port, &o.sent, &o.received, &[]);
+    Peer {
+        header,
+        up,
+        families: n.families.clone(),
+        add_path: n.add_path_receive,
+        status: o.status,
+    }
+}
+
+/// The Loc-RIB's Peer Up (RFC 9069 section 5.3): a made-up OPEN with 4-octet AS numbers
+/// and both families, sent as both OPENs, and the table's name.
+fn loc_rib_peer_up(header: &PeerHeader, local_as: u32, router_id: Ipv4Addr) -> Bytes {
+    let open = Open::new(
+        local_as,
+        0,
+        router_id,
+        vec![
+            Capability::Multiprotocol {
+                afi: Family::Ipv4Unicast.afi(),
+                safi: Family::Ipv4Unicast.safi(),
+            },
+            Capability::Multiprotocol {
+                afi: Family::Ipv6Unicast.afi(),
+                safi: Family::Ipv6Unicast.safi(),
+            },
+            Capability::FourOctetAs(local_as),
+        ],
+    )
+    .encode();
+    peer_up(
+        header,
+        (IpAddr::V4(Ipv4Addr::UNSPECIFIED), 0),
+        0,
+        &open,
+        &open,
+        &[(info::TABLE_NAME, b"loc-rib")],
+    )
+}

@@ -1,0 +1,173 @@
+//! Route Monitoring messages for routes a shard holds (dumps, the Loc-RIB feed): UPDATEs
+//! packed per attribute set, as a speaker would send them, each wrapped for BMP.
+//!
+//! The live pre-policy feed needs none of this: it forwards the UPDATE as received.
+
+use crate::message::{push_route_monitoring, route_monitoring, PeerHeader, PEER_HEADER_LEN};
+use bytes::Bytes;
+use ribshard_rib::RouteAttrs;
+use ribshard_wire::attr;
+use ribshard_wire::attributes::AttrValue;
+use ribshard_wire::message::HEADER_LEN;
+use ribshard_wire::update::RawAttrIter;
+use ribshard_wire::{Family, Nlri, Prefix, SessionParams, UpdateBuilder};
+use std::net::Ipv4Addr;
+use std::sync::Arc;
+
+/// How routes are encoded for a station: 4-octet AS numbers always (the A flag stays clear),
+/// path identifiers where the peer's session has them, messages up to 4,096 octets unless
+/// an attribute set needs more (RFC 8654).
+pub fn params(add_path: [bool; 2]) -> SessionParams {
+    SessionParams {
+        four_octet_as: true,
+        extended_message: false,
+        add_path,
+        external: false,
+        mrt_rib: false,
+        live: false,
+    }
+}
+
+/// Routes to announce and withdraw for one peer header. Announcements are grouped by
+/// attribute set as they come: a run of prefixes with the same set (as an UPDATE brought
+/// them, or a shard decided them in a row) goes in one UPDATE, without hashing.
+#[derive(Default)]
+pub struct Packer {
+    nlri: Vec<Nlri>,
+    /// Each run: its set, family and the range of `nlri` it holds.
+    runs: Vec<(Arc<RouteAttrs>, Family, usize)>,
+    withdraw: [Vec<Nlri>; 2],
+}
+
+impl Packer {
+    pub fn announce(&mut self, prefix: Prefix, path_id: Option<u32>, attrs: &Arc<RouteAttrs>) {
+        let family = prefix.family();
+        let same = self
+            .runs
+            .last()
+            .is_some_and(|(a, f, _)| *f == family && Arc::ptr_eq(a, attrs));
+        if !same {
+            self.runs.push((attrs.clone(), family, self.nlri.len()));
+        }
+        self.nlri.push(Nlri { path_id, prefix });
+    }
+
+    pub fn withdraw(&mut self, prefix: Prefix, path_id: Option<u32>) {
+        let family = prefix.family();
+        self.withdraw[family.index()].push(Nlri { path_id, prefix });
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.runs.is_empty() && self.withdraw.iter().all(Vec::is_empty)
+    }
+
+    /// The Route Monitoring messages, back to back in one buffer: withdrawals first, then
+    /// each run's announcements. Sets that cannot be encoded (attributes too large even for
+    /// 65,535 octets) are counted in the second value and left out.
+    pub fn finish(&mut self, header: &PeerHeader, params: SessionParams) -> (Vec<Bytes>, usize) {
+        let mut out = Vec::with_capacity(self.nlri.len() * 8 + 256);
+        let mut updates = Vec::new();
+        let peer = header.octets();
+        let b = UpdateBuilder::new(params);
+        for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+            let w = std::mem::take(&mut self.withdraw[f.index()]);
+            if !w.is_empty() {
+                updates.clear();
+                b.withdraw(f, &w, &mut updates);
+                wrap(&mut out, &peer, &updates);
+            }
+        }
+        let mut failed = 0;
+        let runs = std::mem::take(&mut self.runs);
+        for (k, (attrs, family, start)) in runs.iter().enumerate() {
+            let end = runs.get(k + 1).map_or(self.nlri.len(), |r| r.2);
+            let nlri = self.nlri.get(*start..end).unwrap_or_default();
+            updates.clear();
+            if announce(attrs, *family, nlri, params, &mut updates) {
+                wrap(&mut out, &peer, &updates);
+            } else {
+                failed += 1;
+            }
+        }
+        self.nlri.clear();
+        let msgs = if out.is_empty() {
+            Vec::new()
+        } else {
+            vec![Bytes::from(out)]
+        };
+        (msgs, failed)
+    }
+}
+
+/// Appends UPDATEs announcing `nlri` with `attrs` (back to back) to `out`; false if the
+/// set does not fit a message.
+pub fn announce(
+    attrs: &RouteAttrs,
+    family: Family,
+    nlri: &[Nlri],
+    params: SessionParams,
+    out: &mut Vec<u8>,
+) -> bool {
+    let next_hop = attrs.next_hop();
+    // The set's normalized octets are already the 4-octet encoding without MP attributes:
+    // sent as they are when they hold the right NEXT_HOP (IPv4) or none (IPv6), which is
+    // the common case; else decoded and encoded with the next hop set.
+    let as_is = {
+        let mut nh = RawAttrIter::new(attrs.raw()).filter(|a| a.type_code == attr::NEXT_HOP);
+        match (family, nh.next()) {
+            (Family::Ipv4Unicast, Some(a)) => a.value == next_hop,
+            (Family::Ipv6Unicast, None) => true,
+            _ => false,
+        }
+    };
+    let encoded = |b: &UpdateBuilder| -> std::borrow::Cow<'_, [u8]> {
+        if as_is {
+            return std::borrow::Cow::Borrowed(attrs.raw());
+        }
+        let mut pa = attrs.attributes();
+        if family == Family::Ipv4Unicast {
+            if let Ok(a) = <[u8; 4]>::try_from(next_hop) {
+                pa.set(AttrValue::NextHop(Ipv4Addr::from(a)));
+            }
+        } else {
+            pa.remove(attr::NEXT_HOP);
+        }
+        std::borrow::Cow::Owned(b.encode_attributes(&pa))
+    };
+    let start = out.len();
+    for p in [
+        params,
+        SessionParams {
+            extended_message: true,
+            ..params
+        },
+    ] {
+        let b = UpdateBuilder::new(p);
+        let enc = encoded(&b);
+        out.truncate(start);
+        if b.announce(&enc, family, next_hop, nlri, out).is_ok() {
+            return true;
+        }
+    }
+    out.truncate(start);
+    false
+}
+
+/// The End-of-RIB of a family (RFC 4724 section 2), for a peer header.
+pub fn end_of_rib(header: &PeerHeader, family: Family) -> Bytes {
+    route_monitoring(header, &UpdateBuilder::end_of_rib(family))
+}
+
+/// Wraps each UPDATE of a back-to-back buffer in a Route Monitoring message (RFC 7854
+/// section 4.6), appended to `out`.
+fn wrap(out: &mut Vec<u8>, peer: &[u8; PEER_HEADER_LEN], updates: &[u8]) {
+    let mut rest = updates;
+    while rest.len() >= HEADER_LEN {
+        let len = usize::from(u16::from_be_bytes([rest[16], rest[17]]));
+        let Some(msg) = rest.get(..len.max(HEADER_LEN)) else {
+            break;
+        };
+        push_route_monitoring(out, peer, msg);
+        rest = &rest[msg.len()..];
+    }
+}
