@@ -40,13 +40,15 @@ pub struct BmpConfig {
     pub router_id: Ipv4Addr,
 }
 
-/// Inputs queued for the monitor at most (batches of changes or of UPDATEs): shards and
-/// sessions wait when it is full. It runs at a lower priority than routing, so while the
-/// CPUs are busy converging it falls behind by design, by as much as this holds (a few
-/// tens of MB at most); stations never make it wait.
-const INPUT_QUEUE: usize = 16384;
+/// Inputs queued for the monitor at most: shards and sessions wait when it is full. It runs
+/// at a lower priority than routing, so while the CPUs are busy converging it falls behind
+/// by design. Each input is a batch (a shard's decided changes, 32 octets each, or the
+/// UPDATEs the sessions' tap held), so what waits is about what a convergence brings in (20
+/// MiB more at the peak for the two full tables); stations never make it wait.
+const INPUT_QUEUE: usize = 4096;
 
-/// A station as the operator sees it (`show bmp`, the API).
+/// A station as the operator would see it ([`Monitor::stations`]; no show command reads it
+/// yet).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct StationStatus {
     pub name: String,
@@ -124,12 +126,8 @@ impl Monitor {
                     ribshard_engine::telemetry::ThreadKind::Bmp,
                     0,
                 );
-                // SAFETY: setpriority on this thread (PRIO_PROCESS with a thread id applies
-                // to the thread on Linux); lowering one's own priority needs no privilege.
                 // Monitoring yields the CPUs to routing, and catches up after.
-                unsafe {
-                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-                }
+                ribshard_engine::telemetry::lower_priority(10);
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

@@ -325,3 +325,74 @@ async fn serve(stream: TcpStream, outbox: &Outbox) -> Option<StationError> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::{frame, initiation, MessageType};
+    use std::net::Ipv4Addr;
+
+    fn config(port: u16, buffer: usize) -> StationConfig {
+        StationConfig {
+            name: "test".into(),
+            address: SocketAddr::from((Ipv4Addr::LOCALHOST, port)),
+            ribs: Ribs::default(),
+            statistics_interval: None,
+            buffer,
+            retry: Duration::from_millis(50),
+            retry_max: Duration::from_millis(100),
+        }
+    }
+
+    #[test]
+    fn an_outbox_refuses_past_its_bound_and_until_opened() {
+        let o = Outbox::default();
+        // Closed: nothing is taken.
+        assert!(!o.push([Bytes::from_static(b"abc")], 10));
+        o.open();
+        assert!(o.push([Bytes::from_static(b"abcdef")], 10));
+        assert_eq!(o.waiting(), 6);
+        // Past the bound: dropped, and nothing more is taken until the next connection.
+        assert!(!o.push([Bytes::from_static(b"ghijk")], 10));
+        assert_eq!(o.waiting(), 0);
+        assert!(!o.push([Bytes::from_static(b"x")], 10));
+        o.open();
+        assert!(o.push([Bytes::from_static(b"x")], 10));
+    }
+
+    #[tokio::test]
+    async fn a_station_gets_what_is_pushed_in_order_and_is_connected_to_again() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let outbox = Arc::new(Outbox::default());
+        let (tx, mut rx) = mpsc::channel(4);
+        let task = tokio::spawn(run(0, config(port, 1 << 20), outbox.clone(), tx));
+        let (mut conn, _) = listener.accept().await.unwrap();
+        assert!(matches!(rx.recv().await, Some((0, Link::Connected))));
+        let msgs: Vec<Bytes> = (0..3).map(|i| initiation(&format!("r{i}"), "d")).collect();
+        assert!(outbox.push(msgs.clone(), 1 << 20));
+        let want: usize = msgs.iter().map(Bytes::len).sum();
+        let mut got = vec![0u8; want];
+        conn.read_exact(&mut got).await.unwrap();
+        let mut at = 0;
+        for m in &msgs {
+            let (f, len) = frame(&got[at..]).unwrap().unwrap();
+            assert_eq!(f.ty, MessageType::Initiation as u8);
+            assert_eq!(&got[at..at + len], &m[..]);
+            at += len;
+        }
+        // The station goes: the task says so, and connects again.
+        drop(conn);
+        assert!(matches!(
+            rx.recv().await,
+            Some((0, Link::Down(StationError::Closed)))
+        ));
+        let (_again, _) = listener.accept().await.unwrap();
+        assert!(matches!(rx.recv().await, Some((0, Link::Connected))));
+        outbox.stop();
+        tokio::time::timeout(Duration::from_secs(5), task)
+            .await
+            .unwrap()
+            .unwrap();
+    }
+}

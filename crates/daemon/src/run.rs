@@ -166,6 +166,8 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                             monitored.push(m);
                         }
                     }
+                    // Not holding the configuration while BMP's queue may make this wait.
+                    drop(live);
                     if let Some(b) = &bmp {
                         b.received(monitored).await;
                     }
@@ -334,11 +336,7 @@ impl Management {
             .name("rs-mgmt".into())
             .spawn(move || {
                 let _work = register(ThreadKind::Management, 0);
-                // SAFETY: setpriority on this thread (PRIO_PROCESS with a thread id applies to
-                // the thread on Linux); lowering one's own priority needs no privilege.
-                unsafe {
-                    libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
-                }
+                ribshard_engine::telemetry::lower_priority(10);
                 let rt = match tokio::runtime::Builder::new_current_thread()
                     .enable_all()
                     .build()

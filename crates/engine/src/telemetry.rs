@@ -127,6 +127,17 @@ impl ThreadKind {
     }
 }
 
+/// Lowers the calling thread's scheduling priority to nice `niceness` (Linux applies
+/// PRIO_PROCESS with a thread id to that thread alone): for work that should yield the
+/// CPUs to routing (the management API, monitoring) and catch up after.
+pub fn lower_priority(niceness: i32) {
+    // SAFETY: setpriority with this thread's own id; lowering one's own priority needs no
+    // privilege, and a failure leaves the priority as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, niceness);
+    }
+}
+
 /// A thread's work: items done (messages for pipeline threads, wake-ups for session tasks)
 /// and the longest one.
 #[derive(Debug)]
