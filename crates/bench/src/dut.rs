@@ -85,6 +85,8 @@ pub struct Topology {
     pub fib: bool,
     /// `--rpki`: the RTR cache's port on 127.0.0.1 ([`crate::rpki`]); import validates.
     pub rpki: Option<u16>,
+    /// `--bmp`: the station's part of ribshard's configuration ([`crate::bmp`]).
+    pub bmp: Option<String>,
 }
 
 impl Topology {
@@ -561,6 +563,9 @@ fn ribshard_config(t: &Topology, threads: Threads, dir: &Path) -> String {
     }
     if let Some(port) = t.rpki {
         s.push_str(&crate::rpki::ribshard_config(port));
+    }
+    if let Some(station) = &t.bmp {
+        s.push_str(station);
     }
     if t.fib {
         s.push_str("\n[fib]\ntable = 254\n");

@@ -11,6 +11,7 @@
 //! others. It talks to the device only over BGP on 127.0.0.0/8 and reads its CPU and memory
 //! from /proc.
 
+pub mod bmp;
 pub mod chart;
 pub mod dut;
 pub mod kernel;

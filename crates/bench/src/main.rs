@@ -97,6 +97,11 @@ enum Command {
         /// ASPA verification too. full-table and two-full-tables; ribshard and bird2.
         #[arg(long)]
         rpki: bool,
+        /// A BMP station beside the run: ribshard sends it the pre-policy Adj-RIB-In and the
+        /// Loc-RIB (or the one named); the run also waits until the station holds what it
+        /// should. ribshard.
+        #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "both")]
+        bmp: Option<ribshard_bench::bmp::Feeds>,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -189,6 +194,7 @@ fn main() -> ExitCode {
             fib,
             overload,
             rpki,
+            bmp,
         } => {
             let opts = Options {
                 scenario,
@@ -214,6 +220,7 @@ fn main() -> ExitCode {
                 fib,
                 overload,
                 rpki,
+                bmp,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

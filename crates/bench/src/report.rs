@@ -151,6 +151,8 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         fib_lost: false,
         overload: None,
         rpki: opts.rpki,
+        bmp: None,
+        bmp_feeds: opts.bmp,
     }
 }
 
@@ -267,6 +269,7 @@ pub fn run_matrix<E>(
                 fib: false,
                 overload: false,
                 rpki: false,
+                bmp: None,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

@@ -144,6 +144,23 @@ pub struct Options {
     pub overload: bool,
     /// Route origin validation (and ASPA, ribshard) on import ([`crate::rpki`]).
     pub rpki: bool,
+    /// A BMP station fed the pre-policy Adj-RIB-In, the Loc-RIB or both ([`crate::bmp`]).
+    pub bmp: Option<crate::bmp::Feeds>,
+}
+
+/// `--bmp`: what the station got in the run.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct BmpResult {
+    /// From the clock's start to the last Loc-RIB Route Monitoring the station got.
+    pub station_s: f64,
+    /// The station held every prefix the downstream was sent.
+    pub complete: bool,
+    pub loc_rib_prefixes: u64,
+    pub messages: u64,
+    pub octets: u64,
+    pub adj_rib_in_messages: u64,
+    pub loc_rib_messages: u64,
+    pub connections: u64,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -167,6 +184,10 @@ pub enum BenchError {
     NoPolicy(String),
     #[error("--rpki: {0}")]
     Rpki(String),
+    #[error("--bmp runs with ribshard, not {0}")]
+    NoBmp(&'static str),
+    #[error("--bmp: the station: {0}")]
+    BmpStation(std::io::Error),
     #[error("--fib runs with ribshard and bird2, not {0}")]
     NoFib(&'static str),
     #[error(transparent)]
@@ -259,6 +280,12 @@ pub struct RunResult {
     /// Kernel notifications were lost while counting: `fib_routes` may be short.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub fib_lost: bool,
+    /// `--bmp`: what the station got, and when it held the whole Loc-RIB.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bmp: Option<BmpResult>,
+    /// `--bmp`: the feeds the station asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bmp_feeds: Option<crate::bmp::Feeds>,
     #[serde(default)]
     pub receivers: Vec<Received>,
     /// `--overload`: what the overload came to.
@@ -438,6 +465,16 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
         }
         None => None,
     };
+    let station = if let Some(feeds) = opts.bmp {
+        if opts.dut != DutKind::Ribshard {
+            return Err(BenchError::NoBmp(opts.dut.name()));
+        }
+        let s = crate::bmp::Station::start().map_err(BenchError::BmpStation)?;
+        plan.topo.bmp = Some(s.ribshard_config(feeds));
+        Some(s)
+    } else {
+        None
+    };
     let mut dut = Dut::start(opts.dut, &plan.topo, opts.threads, &dir)?;
     if let Some(s) = &plan.rpki {
         // The clock starts with the RPKI data in place, as on a router running for a while.
@@ -467,7 +504,7 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
             dut.config.display()
         );
     }
-    let result = measure(opts, &plan, &mut dut);
+    let result = measure(opts, &plan, &mut dut, station.as_ref());
     let version = dut.version.clone();
     let peak = dut.memory().1;
     dut.stop();
@@ -484,7 +521,12 @@ pub fn run(opts: &Options) -> Result<RunResult, BenchError> {
     Ok(r)
 }
 
-fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64), BenchError> {
+fn measure(
+    opts: &Options,
+    plan: &Plan,
+    dut: &mut Dut,
+    station: Option<&crate::bmp::Station>,
+) -> Result<(RunResult, u64), BenchError> {
     let sc = opts.scenario;
     let n = plan.topo.neighbors.len();
     // The overload's neighbors are brought up apart, in their own ways.
@@ -597,6 +639,50 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
                 }
                 if now > deadline {
                     break Some(((now - t0) as f64 / 1e9, n as u64, false));
+                }
+            }
+        }
+        _ => None,
+    };
+    // --bmp: the station holds the whole Loc-RIB (what the downstream was sent) and has
+    // had nothing for the quiet period.
+    let bmp = match (station, phase.converged) {
+        (Some(s), true) => {
+            let want = receivers
+                .first()
+                .and_then(|i| plan.expected.get(*i)?.as_ref())
+                .map_or(0, crate::speaker::Bits::count);
+            let deadline = now_ns() + timeout.as_nanos() as u64;
+            let c = &s.counts;
+            loop {
+                std::thread::sleep(Duration::from_millis(5));
+                let (n, last, now) = (
+                    c.loc_rib_prefixes.load(Ordering::Relaxed),
+                    c.last_loc_rib_ns.load(Ordering::Relaxed),
+                    now_ns(),
+                );
+                // Without the Loc-RIB feed: the neighbors' UPDATEs, all of them.
+                let complete = match opts.bmp {
+                    Some(crate::bmp::Feeds::PrePolicy) => {
+                        // (End-of-RIB included: the monitor sends its own.)
+                        c.adj_rib_in.load(Ordering::Relaxed)
+                            >= plan.feeds.iter().flatten().map(|f| f.messages as u64).sum()
+                    }
+                    _ => n == want,
+                };
+                if (complete && now.saturating_sub(last) >= quiet.as_nanos() as u64)
+                    || now > deadline
+                {
+                    break Some(BmpResult {
+                        station_s: (last.max(t0) - t0) as f64 / 1e9,
+                        complete,
+                        loc_rib_prefixes: n,
+                        messages: c.messages.load(Ordering::Relaxed),
+                        octets: c.octets.load(Ordering::Relaxed),
+                        adj_rib_in_messages: c.adj_rib_in.load(Ordering::Relaxed),
+                        loc_rib_messages: c.loc_rib.load(Ordering::Relaxed),
+                        connections: c.connections.load(Ordering::Relaxed),
+                    });
                 }
             }
         }
@@ -847,6 +933,8 @@ fn measure(opts: &Options, plan: &Plan, dut: &mut Dut) -> Result<(RunResult, u64
         relay_cpu_s,
         policy: opts.policy,
         rpki: opts.rpki,
+        bmp,
+        bmp_feeds: opts.bmp,
         policy_change,
         fib_s: fib.map(|f| f.0),
         fib_routes: fib.map(|f| f.1),

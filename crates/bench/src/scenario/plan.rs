@@ -273,6 +273,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             import_table: opts.policy_change,
             fib: opts.fib,
             rpki: None,
+            bmp: None,
         },
         rpki,
         feeds,
