@@ -58,8 +58,8 @@ pub struct StationStatus {
     /// Connections made, and how the last one ended.
     pub connections: u64,
     pub last_error: Option<StationError>,
-    /// Messages written, and octets waiting now.
-    pub messages: u64,
+    /// Octets written to the station, and octets waiting now.
+    pub written: u64,
     pub waiting: usize,
 }
 
@@ -113,7 +113,7 @@ impl Monitor {
                     ribs: s.ribs,
                     connections: 0,
                     last_error: None,
-                    messages: 0,
+                    written: 0,
                     waiting: 0,
                 })
                 .collect(),
@@ -587,7 +587,7 @@ impl State {
             };
             v.state = state;
             v.connections = s.generation;
-            v.messages = s.outbox.written();
+            v.written = s.outbox.written();
             v.waiting = s.outbox.waiting();
         }
     }

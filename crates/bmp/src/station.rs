@@ -75,8 +75,9 @@ struct Queue {
     overflow: Option<usize>,
     /// Appending is refused after [`Outbox::close`] until the next [`Outbox::open`].
     open: bool,
-    /// Whether the connection task has written all and ended (after a stop).
+    /// Asked to write what waits, then end ([`Outbox::stop`]).
     stopping: bool,
+    /// Octets written over every connection.
     written: u64,
 }
 
@@ -180,7 +181,7 @@ impl Outbox {
         }
     }
 
-    /// Messages written to the station so far.
+    /// Octets written to the station so far.
     pub(crate) fn written(&self) -> u64 {
         self.lock().written
     }
@@ -289,7 +290,7 @@ async fn serve(stream: TcpStream, outbox: &Outbox) -> Option<StationError> {
         {
             let mut q = outbox.lock();
             q.octets = q.octets.saturating_sub(octets);
-            q.written += batch.len() as u64;
+            q.written += octets as u64;
         }
         if !batch.is_empty() {
             outbox.drained.notify_waiters();
