@@ -7,7 +7,7 @@
 
 mod common;
 
-use common::operator::cli;
+use common::operator::active_routes;
 use common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -100,24 +100,10 @@ fn table(msgs: &[serde_json::Value], peer: Option<&str>) -> BTreeMap<String, (St
 
 /// Prefix -> (AS path, next hop) of every active path, as `show route --json` gives.
 fn loc_rib(sock: &Path) -> BTreeMap<String, (String, String)> {
-    let (out, ok) = cli(sock, &["--json", "show", "route"]);
-    assert!(ok, "{out}");
-    let mut m = BTreeMap::new();
-    for line in out.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
-        for p in v["paths"].as_array().into_iter().flatten() {
-            if p["state"] == "active" {
-                m.insert(
-                    v["prefix"].as_str().unwrap_or_default().to_string(),
-                    (
-                        p["as_path"].as_str().unwrap_or_default().to_string(),
-                        p["next_hop"].as_str().unwrap_or_default().to_string(),
-                    ),
-                );
-            }
-        }
-    }
-    m
+    active_routes(sock)
+        .into_iter()
+        .map(|(prefix, (_, as_path, next_hop))| (prefix, (as_path, next_hop)))
+        .collect()
 }
 
 fn bird(addr: &str, asn: u32, port: u16, port_r: u16, statics: &str, export: &str) -> String {

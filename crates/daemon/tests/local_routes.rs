@@ -141,29 +141,6 @@ fn originated_networks_follow_their_covering_routes() {
     }
 }
 
-/// Prefix -> (from, AS path, next hop) of each active path, as `show route --json` gives.
-fn shown_routes(dir: &Path) -> BTreeMap<String, (String, String, String)> {
-    let (ok, out) = cli(dir, &["--json", "show", "route"]);
-    assert!(ok, "{out}");
-    let mut m = BTreeMap::new();
-    for line in out.lines() {
-        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
-        for p in v["paths"].as_array().into_iter().flatten() {
-            if p["state"] == "active" {
-                m.insert(
-                    v["prefix"].as_str().unwrap_or_default().to_string(),
-                    (
-                        p["from"].as_str().unwrap_or_default().to_string(),
-                        p["as_path"].as_str().unwrap_or_default().to_string(),
-                        p["next_hop"].as_str().unwrap_or_default().to_string(),
-                    ),
-                );
-            }
-        }
-    }
-    m
-}
-
 #[test]
 fn an_injected_rib_dumps_back_as_bgpdump_reads_it() {
     if !have("bgpdump", "-T") {
@@ -210,7 +187,7 @@ fn an_injected_rib_dumps_back_as_bgpdump_reads_it() {
     assert!(routes > 0, "{out}");
     let (_, listed) = cli(&dir, &["mrt", "injections"]);
     assert!(listed.contains(&format!("{routes} routes")), "{listed}");
-    let shown = shown_routes(&dir);
+    let shown = common::operator::active_routes(&socket(&dir));
     assert!(!shown.is_empty());
     // The Loc-RIB written as TABLE_DUMP_V2 and read back by bgpdump: the same routes.
     let dump = dir.join("loc-rib.mrt");
@@ -244,7 +221,8 @@ fn an_injected_rib_dumps_back_as_bgpdump_reads_it() {
     let (ok, out) = cli(&dir, &["mrt", "remove", file.to_str().unwrap()]);
     assert!(ok, "{out}");
     assert!(
-        wait(30, || shown_routes(&dir).is_empty()),
+        wait(30, || common::operator::active_routes(&socket(&dir))
+            .is_empty()),
         "routes left after remove"
     );
 }

@@ -2,7 +2,7 @@
 //! running, the CLI.
 
 use super::{wait, Bird};
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -95,4 +95,27 @@ pub fn bird_table(b: &Bird) -> BTreeSet<String> {
 /// Waits for BIRD's session with ribshard to be Established (or not).
 pub fn bird_up(b: &Bird, up: bool, secs: u64) -> bool {
     wait(secs, || b.established("ribsh") == up)
+}
+
+/// Prefix -> (from, AS path, next hop) of each active path, as `show route --json` gives.
+pub fn active_routes(sock: &Path) -> BTreeMap<String, (String, String, String)> {
+    let (out, ok) = cli(sock, &["--json", "show", "route"]);
+    assert!(ok, "{out}");
+    let mut m = BTreeMap::new();
+    for line in out.lines() {
+        let v: serde_json::Value = serde_json::from_str(line).unwrap_or_default();
+        for p in v["paths"].as_array().into_iter().flatten() {
+            if p["state"] == "active" {
+                m.insert(
+                    v["prefix"].as_str().unwrap_or_default().to_string(),
+                    (
+                        p["from"].as_str().unwrap_or_default().to_string(),
+                        p["as_path"].as_str().unwrap_or_default().to_string(),
+                        p["next_hop"].as_str().unwrap_or_default().to_string(),
+                    ),
+                );
+            }
+        }
+    }
+    m
 }
