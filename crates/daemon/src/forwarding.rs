@@ -207,6 +207,14 @@ impl Forwarding {
         self.resolving
     }
 
+    /// Before a graceful restart: the writer stops first, leaving our routes in the kernel
+    /// (neighbors go on forwarding on them while ribshard restarts).
+    pub fn stop_keeping_routes(&mut self) {
+        if let Some(f) = self.fib.as_mut() {
+            f.stop_keeping_routes();
+        }
+    }
+
     pub fn stop(&mut self) {
         if let Some(w) = self.watch.as_mut() {
             w.stop();

@@ -21,6 +21,7 @@ pub mod manual;
 pub mod originate;
 pub mod policy_test;
 pub mod reload;
+pub mod restart;
 pub mod rpki;
 pub mod run;
 pub mod state;

@@ -72,6 +72,17 @@ enum Command {
         #[arg(trailing_var_arg = true, required = true)]
         words: Vec<String>,
     },
+    /// Stop the running daemon and start it again on its configuration file.
+    ///
+    /// The file is checked first (a file with errors: nothing stops). Without `--graceful`
+    /// every neighbor is sent Cease / Administrative Shutdown; with it (`[bgp.graceful-restart]`,
+    /// RFC 4724) the sessions close without NOTIFICATION to the neighbors that keep our routes,
+    /// the kernel's routes stay, and the new process advertises once every neighbor has sent
+    /// End-of-RIB. The answer names the neighbors that keep our routes and those that do not.
+    Restart {
+        #[arg(long)]
+        graceful: bool,
+    },
     /// Take a neighbor out of service (Junos deactivate).
     ///
     /// `disable bgp neighbor ADDRESS|all`: Cease / Administrative Shutdown, and no session
@@ -301,6 +312,7 @@ fn main() -> ExitCode {
             | Command::Enable { .. }
             | Command::Set { .. }
             | Command::Advise
+            | Command::Restart { .. }
             | Command::Completions { .. }
             | Command::Man { .. }
             | Command::Mrt {
@@ -333,7 +345,13 @@ fn main() -> ExitCode {
                 config_file: Some(config),
             };
             match ribshard::run::run(c, opts) {
-                Ok(()) => ExitCode::SUCCESS,
+                Ok(ribshard::restart::Exit::Stopped) => ExitCode::SUCCESS,
+                Ok(ribshard::restart::Exit::Restart) => {
+                    tracing::info!("starting again");
+                    let e = ribshard::restart::exec_again();
+                    tracing::error!("cannot start again: {e}");
+                    ExitCode::FAILURE
+                }
                 Err(e) => {
                     tracing::error!("{e}");
                     ExitCode::FAILURE
@@ -365,6 +383,13 @@ fn main() -> ExitCode {
         ),
         Command::Set { words } => client(&cli.socket, cli.json, ribshard::cli::parse_set(&words)),
         Command::Advise => advise(&cli.socket, cli.json),
+        Command::Restart { graceful } => client(
+            &cli.socket,
+            cli.json,
+            Ok(ribshard::cli::Request::Restart(
+                ribshard_mgmt::api::RestartRequest { graceful },
+            )),
+        ),
         Command::Completions { shell } => {
             clap_complete::generate(shell, &mut Cli::command(), "ribshard", &mut io::stdout());
             ExitCode::SUCCESS

@@ -168,6 +168,17 @@ fn live_changes(was: &PeerSettings, now: &PeerSettings) -> Vec<String> {
         "connect-retry / passive: from the next connection attempt".into(),
     );
     said(
+        was.graceful_restart != now.graceful_restart,
+        match now.graceful_restart {
+            Some(g) => format!(
+                "graceful-restart (restart-time {} s): offered in the next OPEN; until then the \
+                 neighbor keeps our routes across a restart only if this session's OPEN offered it",
+                g.restart_time
+            ),
+            None => "graceful-restart removed: helper only from the next OPEN".into(),
+        },
+    );
+    said(
         was.send_hold_time != now.send_hold_time,
         format!("send-hold-time {} s: applied now", now.send_hold_time),
     );

@@ -5,6 +5,7 @@
 use crate::backend::Api;
 use crate::config::{pipeline_config, settings, Config};
 use crate::forwarding::Forwarding;
+use crate::restart::Exit;
 use crate::state::{Daemon, Live};
 use crate::updates_log::UpdatesLog;
 use crate::watch::{RouteWatch, WatchSubscriber};
@@ -43,7 +44,17 @@ fn server_config(c: &Config) -> ServerConfig {
     }
 }
 
-pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Error>> {
+/// How the main loop asks the daemon to stop.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stopping {
+    /// Cease / Administrative Shutdown to every neighbor.
+    Cease,
+    /// A graceful restart of ours (RFC 4724): the kernel's routes and the neighbors' copies
+    /// of ours are kept.
+    Graceful,
+}
+
+pub fn run(config: Config, opts: Options) -> Result<Exit, Box<dyn std::error::Error>> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         // Names fit Linux's 15 characters, so `top -H` tells the threads apart.
@@ -63,6 +74,26 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         // the process without a NOTIFICATION to any neighbor.
         let mut usr1 = signal(SignalKind::user_defined1())?;
         let mut usr2 = signal(SignalKind::user_defined2())?;
+        // RFC 4724: whether this start follows a graceful stop, before any OPEN is sent.
+        let restarted = config
+            .graceful_restart
+            .as_ref()
+            .and_then(crate::restart::take_mark);
+        ribshard_engine::negotiate::process_started(restarted.is_some());
+        if let Some(ago) = restarted {
+            info!(
+                stopped_ms_ago = ago.as_millis() as u64,
+                "graceful restart: restarting speaker (Restart State and Forwarding State in \
+                 every OPEN); advertising and the kernel's routes wait for every neighbor's \
+                 End-of-RIB"
+            );
+            if config.update_delay.is_none() {
+                warn!(
+                    "graceful restart with bgp.update-delay.max-delay = 0: advertising does not \
+                     wait for the neighbors' End-of-RIB (RFC 4724 section 4.1)"
+                );
+            }
+        }
         let (tx, mut rx) = mpsc::channel(INBOUND_QUEUE);
         let peers: Vec<PeerSettings> = config.peers.iter().map(|p| settings(&config, p)).collect();
         let pc = pipeline_config(&config);
@@ -136,9 +167,11 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             daemon.originate(&mut live, networks);
         }
         let (reloads, mut reload_rx) = mpsc::channel(4);
+        let (restarts, mut restart_rx) = mpsc::channel(1);
         let api = Api {
             daemon: daemon.clone(),
             reloads,
+            restarts,
         };
         let management = Management::start(api, server)
             .map_err(|e| format!("management.socket / management.listen: {e}"))?;
@@ -148,6 +181,8 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                 tracing::error!("mrt.inject: {}: {e}", file.display());
             }
         }
+        let mut stopping = Stopping::Cease;
+        let mut exit = Exit::Stopped;
         loop {
             tokio::select! {
                 m = rx.recv(), if tapping => {
@@ -194,13 +229,62 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
                     let _ = reply.send(crate::reload::reload(&daemon, &request).await);
                     main_work.item(began.elapsed());
                 }
+                Some((request, reply)) = restart_rx.recv() => {
+                    let prepared = {
+                        let live = daemon.live.read().await;
+                        crate::restart::prepare(&live, opts.config_file.as_deref(), &request)
+                    };
+                    match prepared {
+                        Ok(r) => {
+                            info!(
+                                graceful = request.graceful,
+                                neighbors_keeping_our_routes = r.kept_by.len(),
+                                neighbors_losing_them = r.lost_by.len(),
+                                "ribshard restart: stopping, to start again"
+                            );
+                            let _ = reply.send(Ok(r));
+                            if request.graceful {
+                                stopping = Stopping::Graceful;
+                            }
+                            exit = Exit::Restart;
+                            break;
+                        }
+                        Err(e) => {
+                            warn!("ribshard restart refused: {e}");
+                            let _ = reply.send(Err(e));
+                        }
+                    }
+                }
                 _ = usr1.recv() => log_signal("SIGUSR1", &daemon).await,
                 _ = usr2.recv() => log_signal("SIGUSR2", &daemon).await,
-                _ = term.recv() => break,
+                _ = term.recv() => {
+                    let gr = daemon.live.read().await.config.graceful_restart.clone();
+                    if let Some(g) = gr.filter(|g| g.sigterm_restarts) {
+                        // Without the mark the next start is cold: neighbors keep our
+                        // routes until it comes up, then drop them (Forwarding State 0).
+                        if let Err(e) = crate::restart::mark(&g) {
+                            warn!("SIGTERM: {e}");
+                        }
+                        stopping = Stopping::Graceful;
+                    }
+                    break;
+                }
                 _ = tokio::signal::ctrl_c() => break,
             }
         }
-        info!("shutting down: Cease / Administrative Shutdown to every neighbor");
+        if exit == Exit::Restart {
+            // The API's answer to `ribshard restart` is on its way out.
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        match stopping {
+            Stopping::Cease => {
+                info!("shutting down: Cease / Administrative Shutdown to every neighbor")
+            }
+            Stopping::Graceful => info!(
+                "graceful restart: stopping with the kernel's routes kept; neighbors that keep \
+                 our routes see the sessions close without NOTIFICATION"
+            ),
+        }
         management.stop();
         let socket = daemon.live.read().await.config.management.socket.clone();
         let _ = std::fs::remove_file(socket);
@@ -209,9 +293,20 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
             let mut live = daemon.live.write().await;
             std::mem::replace(&mut live.sessions, Sessions::none())
         };
-        sessions
-            .shutdown("ribshard is shutting down", Duration::from_secs(2))
-            .await;
+        match stopping {
+            Stopping::Cease => {
+                sessions
+                    .shutdown("ribshard is shutting down", Duration::from_secs(2))
+                    .await
+            }
+            Stopping::Graceful => {
+                // The writer first: nothing the sessions' ending brings reaches the kernel.
+                daemon.forwarding().stop_keeping_routes();
+                sessions
+                    .shutdown_for_restart("ribshard is restarting", Duration::from_secs(2))
+                    .await
+            }
+        }
         let originator = daemon
             .originator
             .lock()
@@ -229,7 +324,7 @@ pub fn run(config: Config, opts: Options) -> Result<(), Box<dyn std::error::Erro
         if let Some(mut d) = log {
             d.flush()?;
         }
-        Ok(())
+        Ok(exit)
     })
 }
 

@@ -1,7 +1,9 @@
-//! Graceful-restart peers across a restart of ribshard, against real BIRD 2. ribshard is the
-//! helper here (RFC 4724 section 4.2): it does not yet keep forwarding as a restarting
-//! speaker, so its peers drop its routes while it is down; what is checked is that it comes
-//! back whole, waiting for its peers' End-of-RIB before it advertises.
+//! Restarts of ribshard against real BIRD 2 and FRR. Without `[bgp.graceful-restart]` ribshard
+//! is a helper only (RFC 4724 section 4.2): its peers drop its routes while it is down, and
+//! what is checked is that it comes back whole, waiting for its peers' End-of-RIB before it
+//! advertises. With it, ribshard restarts as a graceful restart speaker (section 4.1): its
+//! peers keep its routes before, during and after the restart (SIGTERM, and `ribshard
+//! restart --graceful`).
 
 mod common;
 
@@ -26,6 +28,27 @@ protocol bgp ribsh {{
 }}
 "#
     )
+}
+
+/// The upstream BIRD (in `dir`/a, announcing the prefixes) and the downstream one (`dir`/b).
+fn birds(dir: &std::path::Path, port_a: u16, port_b: u16, port_r: u16) -> (Bird, Bird) {
+    let sub = |name: &str| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let statics: String = (0..ROUTES)
+        .map(|i| format!("route 10.{}.{}.0/24 blackhole; ", i / 256, i % 256))
+        .collect();
+    let a = Bird::start(
+        &sub("a"),
+        &bird("127.0.0.41", 65041, port_a, port_r, &statics, "all"),
+    );
+    let b = Bird::start(
+        &sub("b"),
+        &bird("127.0.0.42", 65042, port_b, port_r, "", "none"),
+    );
+    (a, b)
 }
 
 /// The routes BIRD learned from ribshard, as `show route count` words it.
@@ -59,22 +82,7 @@ fn graceful_restart_peers_across_a_ribshard_restart() {
          local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n"
     );
     let (rs, _) = ribshard(&dir, &config);
-    let sub = |name: &str| {
-        let d = dir.join(name);
-        std::fs::create_dir_all(&d).unwrap();
-        d
-    };
-    let statics: String = (0..ROUTES)
-        .map(|i| format!("route 10.{}.{}.0/24 blackhole; ", i / 256, i % 256))
-        .collect();
-    let a = Bird::start(
-        &sub("a"),
-        &bird("127.0.0.41", 65041, port_a, port_r, &statics, "all"),
-    );
-    let b = Bird::start(
-        &sub("b"),
-        &bird("127.0.0.42", 65042, port_b, port_r, "", "none"),
-    );
+    let (a, b) = birds(&dir, port_a, port_b, port_r);
     assert!(
         wait(30, || learned(&b) == Some(ROUTES)),
         "before: {}\n{}",
@@ -140,4 +148,204 @@ fn import_updates(protocol: &str) -> Option<usize> {
         .nth(2)?
         .parse()
         .ok()
+}
+
+/// The prefixes FRR holds from ribshard (stale ones included), from its JSON table.
+fn frr_count(vtysh: &impl Fn(&str) -> String) -> Option<usize> {
+    let out = vtysh("show bgp ipv4 unicast json");
+    let v: serde_json::Value = serde_json::from_str(&out).ok()?;
+    Some(v["routes"].as_object()?.len())
+}
+
+/// Polls both downstreams until `done` says so (or `secs` pass), asserting at every poll
+/// that each still holds every prefix: a route lost for a moment at a peer is a failure.
+fn never_lost(
+    what: &str,
+    secs: u64,
+    b: &Bird,
+    f: &impl Fn(&str) -> String,
+    dir: &std::path::Path,
+    mut done: impl FnMut() -> bool,
+) {
+    let end = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    let mut polls = 0;
+    loop {
+        let (at_b, at_f) = (learned(b), frr_count(f));
+        assert_eq!(
+            at_b,
+            Some(ROUTES),
+            "{what}: BIRD lost routes (poll {polls}):\n{}\n{}",
+            b.cmd("show protocols all ribsh"),
+            log_of(dir)
+        );
+        assert_eq!(
+            at_f,
+            Some(ROUTES),
+            "{what}: FRR lost routes (poll {polls}):\n{}\n{}",
+            f("show bgp neighbors 127.0.0.40"),
+            log_of(dir)
+        );
+        polls += 1;
+        if done() {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < end,
+            "{what}: not done in {secs} s\n{}\n{}\n{}",
+            b.cmd("show protocols all ribsh"),
+            f("show bgp neighbors 127.0.0.40"),
+            log_of(dir)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+/// Whether the restart is over at both downstreams: sessions up, BIRD no longer holding
+/// ribshard's routes as stale (our End-of-RIB came), FRR Established.
+fn recovered(b: &Bird, f: &impl Fn(&str) -> String) -> bool {
+    let p = b.cmd("show protocols all ribsh");
+    p.contains("Established")
+        && !p.contains("Neighbor graceful restart active")
+        && f("show bgp neighbors 127.0.0.40").contains("BGP state = Established")
+}
+
+/// ribshard with `[bgp.graceful-restart]` between an upstream BIRD (a thousand prefixes)
+/// and two downstreams, BIRD 2 and FRR, both graceful restart helpers. Restarted by SIGTERM
+/// and then by `ribshard restart --graceful`, it loses no route at either downstream:
+/// before, while it is down (the sessions closed without NOTIFICATION, the peers hold its
+/// routes as stale), and after (its new OPEN says Restart State and Forwarding State, it
+/// waits for every neighbor's End-of-RIB, then sends its own, and the peers' stale routes
+/// are refreshed, not dropped).
+#[test]
+fn a_graceful_restart_loses_no_route_at_bird_and_frr() {
+    if !have_bird() || !std::path::Path::new("/usr/lib/frr/bgpd").exists() {
+        ribshard_mrt::skipped("needs bird and FRR bgpd");
+        return;
+    }
+    let dir = tempdir("gr-speaker");
+    let port_r = free_port("127.0.0.40");
+    let (port_a, port_b, port_f) = (
+        free_port("127.0.0.41"),
+        free_port("127.0.0.42"),
+        free_port("127.0.0.43"),
+    );
+    let mark = dir.join("state").join("graceful-restart");
+    // ribshard connects to FRR (whose own retries after a refused connection are slow),
+    // and takes BIRD's connections. FRR is sent BIRD's next hop (it refuses 127/8 ones).
+    let config = format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         [bgp.graceful-restart]\nrestart-time = 90\nstate-file = \"{}\"\n{}\
+         [[bgp.group]]\nname = \"up\"\ntype = \"external\"\npeer-as = 65041\n\
+         import = [\"accept\"]\nexport = [\"reject\"]\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.41\"\nport = {port_a}\n\
+         local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n\
+         [[bgp.group]]\nname = \"down\"\ntype = \"external\"\n\
+         import = [\"reject\"]\nexport = [\"accept\"]\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.42\"\npeer-as = 65042\nport = {port_b}\n\
+         local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.43\"\npeer-as = 65043\nport = {port_f}\n\
+         local-address = \"127.0.0.40\"\nmultihop = true\nconnect-retry-time = 2\n\
+         next-hop-self = false\n",
+        mark.display(),
+        // Set to check that this test fails when SIGTERM does not restart gracefully.
+        if std::env::var_os("RIBSHARD_TEST_SIGTERM_SHUTDOWN").is_some() {
+            "on-sigterm = \"shutdown\"\n"
+        } else {
+            ""
+        }
+    );
+    let (rs, _) = ribshard(&dir, &config);
+    let sock = dir.join("ribshard.sock");
+    let (_a, b) = birds(&dir, port_a, port_b, port_r);
+    let frr_dir = dir.join("f");
+    std::fs::create_dir_all(&frr_dir).unwrap();
+    let (_frr, f) = frr(
+        &frr_dir,
+        &format!(
+            "frr defaults traditional\nhostname f\nlog file {}/frr.log debugging\n\
+             debug bgp neighbor-events\ndebug bgp graceful-restart\n!\nrouter bgp 65043\n\
+             bgp router-id 127.0.0.43\n no bgp ebgp-requires-policy\n bgp graceful-restart\n\
+             neighbor 127.0.0.40 remote-as 65040\n neighbor 127.0.0.40 port {port_r}\n\
+             neighbor 127.0.0.40 update-source 127.0.0.43\n neighbor 127.0.0.40 ebgp-multihop 2\n\
+             neighbor 127.0.0.40 timers connect 2\n!\n",
+            dir.join("f").display()
+        ),
+        port_f,
+    );
+    assert!(
+        wait(40, || learned(&b) == Some(ROUTES)
+            && frr_count(&f) == Some(ROUTES)),
+        "before: {}\n{}\n{}",
+        b.cmd("show route count protocol ribsh"),
+        f("show bgp summary"),
+        log_of(&dir)
+    );
+    // The helpers saw our families in the capability (BIRD: "AF supported").
+    let caps = b.cmd("show protocols all ribsh");
+    assert!(caps.contains("AF supported: ipv4"), "{caps}");
+    never_lost("before", 5, &b, &f, &dir, || true);
+
+    // SIGTERM: sessions closed without NOTIFICATION, the mark left for the next start.
+    let _ = Command::new("kill")
+        .args(["-TERM", &rs.0.id().to_string()])
+        .status();
+    let mut rs = rs;
+    let _ = rs.0.wait();
+    drop(rs);
+    let log = log_of(&dir);
+    assert!(
+        log.contains("connection closed without NOTIFICATION"),
+        "{log}"
+    );
+    assert!(mark.exists(), "no mark at {}", mark.display());
+    // Down for a few seconds: both peers hold every route (stale).
+    let t = std::time::Instant::now();
+    never_lost("while down", 30, &b, &f, &dir, || {
+        !b.established("ribsh") && t.elapsed() > std::time::Duration::from_secs(3)
+    });
+
+    // Started again: Restart State, every route kept while the tables come back, then the
+    // peers' stale routes refreshed by our End-of-RIB.
+    let (_rs, _) = ribshard(&dir, &config);
+    never_lost("after SIGTERM", 60, &b, &f, &dir, || {
+        log_of(&dir).contains("update-delay over") && recovered(&b, &f)
+    });
+    let log = log_of(&dir);
+    assert!(
+        log.contains("graceful restart: restarting speaker"),
+        "{log}"
+    );
+    assert!(
+        log.contains("update-delay over (every neighbor sent End-of-RIB)"),
+        "{log}"
+    );
+    assert!(!mark.exists(), "the mark speaks for one start only");
+    let t = std::time::Instant::now();
+    never_lost("settled after SIGTERM", 10, &b, &f, &dir, || {
+        t.elapsed() > std::time::Duration::from_secs(3)
+    });
+
+    // `ribshard restart --graceful`: the same process starts itself again.
+    let (out, ok) = operator::cli(&sock, &["restart", "--graceful"]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("127.0.0.42 (AS65042): keeps our routes"),
+        "{out}"
+    );
+    assert!(
+        out.contains("127.0.0.43 (AS65043): keeps our routes"),
+        "{out}"
+    );
+    never_lost("after restart --graceful", 60, &b, &f, &dir, || {
+        let log = log_of(&dir);
+        log.matches("ribshard running").count() == 2
+            && log.matches("update-delay over").count() == 2
+            && recovered(&b, &f)
+    });
+    let log = log_of(&dir);
+    assert_eq!(
+        log.matches("graceful restart: restarting speaker").count(),
+        2,
+        "{log}"
+    );
 }

@@ -6,7 +6,8 @@ use ribshard_wire::notification::{code, open as sub, Notification};
 use ribshard_wire::open::{cap, role, AddPathFamily, Capability, GracefulRestartFamily};
 use ribshard_wire::{Family, Open, SessionParams};
 use std::net::{IpAddr, Ipv4Addr};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
 
 /// Everything a session needs to know about its neighbor.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -42,6 +43,9 @@ pub struct PeerSettings {
     /// Which paths per prefix it is sent where Add-Path send is negotiated (none: the best
     /// path alone).
     pub add_path_select: Option<ribshard_rib::AddPathSelect>,
+    /// Graceful restart as the restarting speaker (`[bgp.graceful-restart]`); `None`: helper
+    /// only (the capability without families: neighbors drop our routes when we go).
+    pub graceful_restart: Option<LocalRestart>,
     /// A name for logs.
     pub description: String,
     /// How the pipeline treats the neighbor's routes and what it advertises to it.
@@ -122,6 +126,9 @@ pub struct Negotiated {
     pub add_path_send: [bool; 2],
     /// The neighbor is a graceful restart speaker (RFC 4724); we help it.
     pub graceful_restart: Option<GracefulRestart>,
+    /// The neighbor keeps our routes while we restart: our OPEN named families in the
+    /// graceful restart capability and its OPEN has the capability (RFC 4724 section 4.2).
+    pub restart_helped: bool,
     pub peer_role: Option<u8>,
     /// How to decode the neighbor's messages.
     pub params: SessionParams,
@@ -138,6 +145,44 @@ pub struct GracefulRestart {
     pub notification: bool,
 }
 
+/// Graceful restart as the restarting speaker (RFC 4724 section 3): what our OPEN offers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LocalRestart {
+    /// Seconds a neighbor keeps our routes after our session drops (at most 4095).
+    pub restart_time: u16,
+}
+
+/// How this process started: after a graceful stop (a restart its neighbors were helping
+/// with) or cold. One fact for the whole process, set once at start.
+#[derive(Clone, Copy, Debug)]
+struct ProcessStart {
+    at: Instant,
+    graceful: bool,
+}
+
+static PROCESS_START: OnceLock<ProcessStart> = OnceLock::new();
+
+/// Records how this process started (the daemon calls it once, before any session).
+pub fn process_started(graceful: bool) {
+    let _ = PROCESS_START.set(ProcessStart {
+        at: Instant::now(),
+        graceful,
+    });
+}
+
+/// The Restart State bit and the Forwarding State bit of our capability now (RFC 4724
+/// section 3). Restart State: we restarted gracefully within the restart time, so the
+/// neighbor must not wait for our End-of-RIB. Forwarding State: our routes still forward
+/// (the kernel's kept them across the restart); false only within the restart time after a
+/// cold start, when the neighbor must not keep routes it holds from an earlier run of ours.
+pub fn restart_bits(restart_time: u16) -> (bool, bool) {
+    let Some(p) = PROCESS_START.get() else {
+        return (false, false);
+    };
+    let recent = p.at.elapsed() < Duration::from_secs(u64::from(restart_time));
+    (p.graceful && recent, p.graceful || !recent)
+}
+
 /// Our OPEN for this neighbor.
 pub fn build_open(s: &PeerSettings) -> Open {
     let mut caps: Vec<Capability> = s
@@ -152,11 +197,31 @@ pub fn build_open(s: &PeerSettings) -> Open {
     caps.push(Capability::EnhancedRouteRefresh);
     caps.push(Capability::FourOctetAs(s.local_as));
     caps.push(Capability::ExtendedMessage);
-    // Graceful restart as a helper (RFC 4724 section 3): no families of our own preserved.
-    caps.push(Capability::GracefulRestart {
-        flags: 0,
-        restart_time: 120,
-        families: Vec::<GracefulRestartFamily>::new(),
+    caps.push(match s.graceful_restart {
+        // RFC 4724 section 3: every family of the session is one the neighbor keeps our
+        // routes of while we restart.
+        Some(g) => {
+            let (restarted, forwarding) = restart_bits(g.restart_time);
+            Capability::GracefulRestart {
+                flags: if restarted { 0x8 } else { 0 },
+                restart_time: g.restart_time.min(0x0fff),
+                families: s
+                    .families
+                    .iter()
+                    .map(|f| GracefulRestartFamily {
+                        afi: f.afi(),
+                        safi: f.safi(),
+                        flags: if forwarding { 0x80 } else { 0 },
+                    })
+                    .collect(),
+            }
+        }
+        // A helper only: no families of our own preserved.
+        None => Capability::GracefulRestart {
+            flags: 0,
+            restart_time: 120,
+            families: Vec::<GracefulRestartFamily>::new(),
+        },
     });
     let send_receive = u8::from(s.add_path_receive) | (u8::from(s.add_path_send) << 1);
     if send_receive != 0 {
@@ -288,6 +353,10 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         }),
         _ => None,
     });
+    let offered = ours
+        .capabilities()
+        .any(|c| matches!(c, Capability::GracefulRestart { families, .. } if !families.is_empty()));
+    let restart_helped = offered && theirs.has(cap::GRACEFUL_RESTART);
     Ok(Negotiated {
         peer_as,
         peer_id: theirs.bgp_identifier,
@@ -300,6 +369,7 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         add_path_receive,
         add_path_send,
         graceful_restart,
+        restart_helped,
         peer_role,
         params: SessionParams {
             four_octet_as,

@@ -53,6 +53,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         add_path_receive: false,
         add_path_send: false,
         add_path_select: None,
+        graceful_restart: None,
         description: "test".into(),
         routing: Default::default(),
     }

@@ -135,7 +135,18 @@ impl Fib {
     }
 
     pub fn stop(&mut self) {
-        let _ = self.tx.send(FibInput::Stop);
+        self.stop_with(false);
+    }
+
+    /// Stops the writer leaving every route of ours in the kernel, whatever `retain` says:
+    /// before a graceful restart, so that no withdrawal while the sessions close reaches
+    /// the kernel either.
+    pub fn stop_keeping_routes(&mut self) {
+        self.stop_with(true);
+    }
+
+    fn stop_with(&mut self, keep: bool) {
+        let _ = self.tx.send(FibInput::Stop { keep });
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }

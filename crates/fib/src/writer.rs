@@ -105,7 +105,11 @@ pub enum FibInput {
     Sync(SyncSender<()>),
     /// What each prefix wants and whether it is installed, for `fib verify`.
     Snapshot(SyncSender<Vec<FibEntry>>),
-    Stop,
+    /// Stop; `keep`: leave every route of ours in the kernel whatever `retain` says (a
+    /// graceful restart: neighbors go on forwarding through them meanwhile).
+    Stop {
+        keep: bool,
+    },
 }
 
 /// One prefix as the writer holds it.
@@ -372,15 +376,15 @@ impl Writer {
             let msg = rx.recv_timeout(wait);
             let began = Instant::now();
             match msg {
-                Ok(FibInput::Stop) => return self.stop(),
+                Ok(FibInput::Stop { keep }) => return self.stop(keep),
                 Ok(m) => self.handle(m),
                 Err(RecvTimeoutError::Timeout) => {}
-                Err(RecvTimeoutError::Disconnected) => return self.stop(),
+                Err(RecvTimeoutError::Disconnected) => return self.stop(false),
             }
             // Everything queued now, before writing once.
             for _ in 0..4096 {
                 match rx.try_recv() {
-                    Ok(FibInput::Stop) => return self.stop(),
+                    Ok(FibInput::Stop { keep }) => return self.stop(keep),
                     Ok(m) => self.handle(m),
                     Err(_) => break,
                 }
@@ -406,7 +410,14 @@ impl Writer {
     }
 
     /// Stopping: the routes stay for the next start to reconcile, unless told otherwise.
-    fn stop(mut self) {
+    fn stop(mut self, keep: bool) {
+        if keep {
+            tracing::info!(
+                routes = self.routes.len(),
+                "FIB: our routes left in the kernel for the graceful restart"
+            );
+            return;
+        }
         if self.cfg.retain || self.holding {
             return;
         }
@@ -454,7 +465,7 @@ impl Writer {
             FibInput::Snapshot(reply) => {
                 let _ = reply.send(self.snapshot());
             }
-            FibInput::Stop => {}
+            FibInput::Stop { .. } => {}
         }
     }
 

@@ -808,6 +808,28 @@ impl std::fmt::Display for ReloadOutcome {
     }
 }
 
+/// `POST /v1/restart`'s body (`ribshard restart [--graceful]`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartRequest {
+    /// Restart as a graceful restart speaker (RFC 4724): sessions closed without
+    /// NOTIFICATION to the neighbors that keep our routes, kernel routes kept. Else every
+    /// neighbor is sent Cease / Administrative Shutdown first.
+    #[serde(default)]
+    pub graceful: bool,
+}
+
+/// `POST /v1/restart`: accepted; the daemon stops and starts again on its configuration
+/// file as it reads now.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RestartReply {
+    pub graceful: bool,
+    /// Established neighbors that keep our routes meanwhile (graceful only).
+    pub kept_by: Vec<String>,
+    /// Established neighbors that lose our routes until the sessions are back: not
+    /// graceful, or the neighbor (or this session's OPEN of ours) lacks graceful restart.
+    pub lost_by: Vec<String>,
+}
+
 /// `POST /v1/configure/reload`'s body, optional: without one, what SIGHUP does.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReloadRequest {

@@ -5,7 +5,8 @@
 use crate::api::{
     ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
     Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest,
-    RouteRequest, RouteSummary, RunningConfig, Summary, Threads, WatchRequest, WorkQueues,
+    RestartReply, RestartRequest, RouteRequest, RouteSummary, RunningConfig, Summary, Threads,
+    WatchRequest, WorkQueues,
 };
 use crate::validation::{DatabaseQuery, ValidationDatabase, ValidationSessions};
 use axum::body::Body;
@@ -94,6 +95,12 @@ pub trait Backend: Send + Sync + 'static {
     fn convergence(&self) -> impl Future<Output = Convergence> + Send;
     fn clear(&self, r: ClearRequest) -> impl Future<Output = Result<ClearReply, ApiError>> + Send;
     fn reload(&self, r: ReloadRequest) -> impl Future<Output = ReloadReply> + Send;
+    /// Stops the daemon and starts it again (gracefully: RFC 4724); answered before it
+    /// stops.
+    fn restart(
+        &self,
+        r: RestartRequest,
+    ) -> impl Future<Output = Result<RestartReply, ApiError>> + Send;
     fn fib_summary(&self) -> impl Future<Output = FibSummary> + Send;
     /// Our routes as the kernel holds them (all, or the one `destination` names: a prefix,
     /// or the longest covering an address).
@@ -172,12 +179,14 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
     let r = if read_only {
         r.route("/v1/bgp/clear", post(refuse))
             .route("/v1/configure/reload", post(refuse))
+            .route("/v1/restart", post(refuse))
             .route("/v1/mrt/inject", post(refuse))
             .route("/v1/mrt/remove", post(refuse))
             .route("/v1/log/level", get(log_levels::<B>).post(refuse))
     } else {
         r.route("/v1/bgp/clear", post(clear::<B>))
             .route("/v1/configure/reload", post(reload::<B>))
+            .route("/v1/restart", post(restart::<B>))
             .route("/v1/mrt/inject", post(mrt_inject::<B>))
             .route("/v1/mrt/remove", post(mrt_remove::<B>))
             .route(
@@ -443,6 +452,13 @@ async fn clear<B: Backend>(
     Json(r): Json<ClearRequest>,
 ) -> Result<Json<ClearReply>, ApiError> {
     Ok(Json(s.backend.clear(r).await?))
+}
+
+async fn restart<B: Backend>(
+    State(s): State<AppState<B>>,
+    Json(r): Json<RestartRequest>,
+) -> Result<Json<RestartReply>, ApiError> {
+    Ok(Json(s.backend.restart(r).await?))
 }
 
 /// The body is optional (`curl -X POST` with none reloads), else a [`ReloadRequest`].

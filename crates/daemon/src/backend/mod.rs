@@ -33,6 +33,11 @@ use tokio::sync::mpsc;
 pub struct Api {
     pub daemon: Arc<Daemon>,
     pub reloads: mpsc::Sender<(ReloadRequest, tokio::sync::oneshot::Sender<ReloadReply>)>,
+    /// `ribshard restart`, to the main loop, which stops the daemon once it has answered.
+    pub restarts: mpsc::Sender<(
+        RestartRequest,
+        tokio::sync::oneshot::Sender<Result<RestartReply, crate::restart::RestartError>>,
+    )>,
 }
 
 const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
@@ -915,6 +920,15 @@ impl Backend for Api {
             return gone();
         }
         rx.await.unwrap_or_else(|_| gone())
+    }
+
+    async fn restart(&self, r: RestartRequest) -> Result<RestartReply, ApiError> {
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let gone = || ApiError::Internal("the daemon is shutting down".into());
+        self.restarts.send((r, tx)).await.map_err(|_| gone())?;
+        rx.await
+            .map_err(|_| gone())?
+            .map_err(|e| ApiError::BadRequest(e.to_string()))
     }
 
     async fn fib_summary(&self) -> FibSummary {

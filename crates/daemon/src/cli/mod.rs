@@ -7,9 +7,9 @@ pub mod validation;
 
 use ribshard_mgmt::api::{
     ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
-    LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest, RouteChange,
-    RouteRequest, RouteSummary, RunningConfig, Summary, Threads, WatchEnd, WatchRequest,
-    WorkQueues,
+    LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest, RestartReply,
+    RestartRequest, RouteChange, RouteRequest, RouteSummary, RunningConfig, Summary, Threads,
+    WatchEnd, WatchRequest, WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
 use std::io::{self, Write};
@@ -31,6 +31,8 @@ pub enum Request {
     WorkQueues,
     Clear(ClearRequest),
     Reload(ReloadRequest),
+    /// `restart [--graceful]`.
+    Restart(RestartRequest),
     FibSummary,
     /// `show validation session`.
     ValidationSessions,
@@ -401,6 +403,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::WorkQueues => "/v1/work-queues".into(),
         Request::Clear(_) => "/v1/bgp/clear".into(),
         Request::Reload(_) => "/v1/configure/reload".into(),
+        Request::Restart(_) => "/v1/restart".into(),
         Request::FibSummary => "/v1/fib/summary".into(),
         Request::ValidationSessions => "/v1/validation/sessions".into(),
         Request::ValidationDatabase { prefix, asn } => {
@@ -513,6 +516,14 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
                 serde_json::to_string_pretty(&reply)? + "\n"
             } else {
                 render::clear(&reply, req.mode.as_deref())
+            }
+        }
+        Request::Restart(r) => {
+            let reply: RestartReply = c.post(&path, &r).await?;
+            if json {
+                serde_json::to_string_pretty(&reply)? + "\n"
+            } else {
+                render::restart(&reply)
             }
         }
         Request::Reload(r) => {

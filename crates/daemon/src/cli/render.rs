@@ -681,6 +681,26 @@ pub fn clear(r: &ClearReply, mode: Option<&str>) -> String {
     o
 }
 
+pub fn restart(r: &ribshard_mgmt::api::RestartReply) -> String {
+    let mut o = if r.graceful {
+        "restarting gracefully (RFC 4724): kernel routes kept\n".to_string()
+    } else {
+        "restarting: Cease / Administrative Shutdown to every neighbor\n".to_string()
+    };
+    for n in &r.kept_by {
+        let _ = writeln!(o, "  {n}: keeps our routes meanwhile");
+    }
+    for n in &r.lost_by {
+        let why = if r.graceful {
+            "drops our routes until its session is back (no graceful restart in this session)"
+        } else {
+            "drops our routes until its session is back"
+        };
+        let _ = writeln!(o, "  {n}: {why}");
+    }
+    o
+}
+
 pub fn reload(r: &ReloadReply) -> String {
     let mut o = format!("configuration {}\n", r.outcome);
     for c in &r.changes {

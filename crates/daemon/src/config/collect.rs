@@ -281,6 +281,7 @@ fn table_of(path: &str) -> &'static str {
         ["bgp", "path-selection"] => "[bgp.path-selection]",
         ["bgp", "multipath"] => "[bgp.multipath]",
         ["bgp", "update-delay"] => "[bgp.update-delay]",
+        ["bgp", "graceful-restart"] => "[bgp.graceful-restart]",
         ["management"] => "[management]",
         ["policy-options"] => "[policy-options]",
         ["policy-options", "prefix-list", _] => "[policy-options.prefix-list.NAME]",
@@ -302,7 +303,7 @@ fn table_of(path: &str) -> &'static str {
 type Fields = fn() -> &'static [&'static str];
 
 /// Every table of the configuration and its keys, read from the schema itself.
-const TABLES: [(&str, Fields); 22] = [
+const TABLES: [(&str, Fields); 23] = [
     ("[policy-options]", fields_of::<policy::PolicyOptions>),
     (
         "[policy-options.prefix-list.NAME]",
@@ -336,6 +337,10 @@ const TABLES: [(&str, Fields); 22] = [
     ("[[bgp.group.neighbor]]", fields_of::<schema::Neighbor>),
     ("[bgp.rib-sharding]", fields_of::<schema::RibSharding>),
     ("[bgp.update-delay]", fields_of::<schema::UpdateDelay>),
+    (
+        "[bgp.graceful-restart]",
+        fields_of::<schema::GracefulRestart>,
+    ),
     (
         "[bgp.update-threading]",
         fields_of::<schema::UpdateThreading>,

@@ -39,6 +39,7 @@ pub fn local_settings(
         add_path_receive: false,
         add_path_send: false,
         add_path_select: None,
+        graceful_restart: None,
         description,
         routing: Routing::default(),
     }
@@ -71,6 +72,11 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
         add_path_receive: p.add_path_receive,
         add_path_send: p.add_path_send,
         add_path_select: p.add_path_select,
+        graceful_restart: c.graceful_restart.as_ref().map(|g| {
+            ribshard_engine::negotiate::LocalRestart {
+                restart_time: g.restart_time,
+            }
+        }),
         description: p
             .description
             .clone()

@@ -4,6 +4,7 @@
 
 pub mod bmp;
 mod collect;
+pub mod graceful;
 mod host;
 mod lower;
 mod resolve;

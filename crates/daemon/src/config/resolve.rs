@@ -108,6 +108,8 @@ pub struct Config {
     pub path_selection: ribshard_rib::Options,
     /// The start-up advertisement deferral; `None`: off (`max-delay = 0`).
     pub update_delay: Option<ribshard_engine::pipeline::UpdateDelay>,
+    /// `[bgp.graceful-restart]`; `None`: graceful restart helper only.
+    pub graceful_restart: Option<super::graceful::GracefulRestartConfig>,
     /// `[bgp] memory-limit`, octets; `None`: no limit.
     pub memory_limit: Option<u64>,
     /// `[policy-options]`, compiled.
@@ -1141,6 +1143,7 @@ fn resolve_into(
     }
     let rpki = super::rpki::resolve(raw.rpki.as_ref(), &mut errs);
     let bmp = super::bmp::resolve(raw.bmp.as_ref(), &mut errs);
+    let graceful_restart = super::graceful::resolve(bgp.graceful_restart.as_ref(), &mut errs);
     if rpki.is_none() {
         super::rpki::warn_unfed(&peers, &policies, warns);
     }
@@ -1171,6 +1174,7 @@ fn resolve_into(
                 ..path_selection
             },
             update_delay,
+            graceful_restart,
             memory_limit,
             policies: PolicyTable(Arc::new(policies)),
             peers,

@@ -180,6 +180,7 @@ with_peer_settings! {
         path_selection: Option<PathSelection>,
         multipath: Option<Multipath>,
         update_delay: Option<UpdateDelay>,
+        graceful_restart: Option<GracefulRestart>,
         resolution: Option<Resolution>,
         originate: Option<Vec<Originate>>,
         group: Option<Vec<Group>>,
@@ -270,6 +271,24 @@ pub struct UpdateDelay {
     pub max_delay: Option<u32>,
     /// Seconds after start past which neighbors not up yet are not waited for. Default 5.
     pub establish_wait: Option<u32>,
+}
+
+/// `[bgp.graceful-restart]`: ribshard as a restarting speaker (RFC 4724). Present, every
+/// session's OPEN names its families in the graceful restart capability, so neighbors keep
+/// our routes (and forward on them) while ribshard restarts; absent, ribshard only helps
+/// neighbors that restart.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+pub struct GracefulRestart {
+    /// Seconds a neighbor keeps our routes after our session drops, 1 to 4095. Default 120.
+    pub restart_time: Option<u16>,
+    /// What SIGTERM does: "restart" (default: sessions closed without NOTIFICATION, kernel
+    /// routes kept, so that neighbors keep forwarding until ribshard is back) or "shutdown"
+    /// (Cease to every neighbor, as without graceful restart).
+    pub on_sigterm: Option<String>,
+    /// Where a graceful stop leaves its time, for the next start to know it is a restart.
+    /// Default /var/lib/ribshard/graceful-restart.
+    pub state_file: Option<std::path::PathBuf>,
 }
 
 /// Junos `path-selection`.

@@ -175,6 +175,48 @@ fn update_delay_settings_and_errors() {
 }
 
 #[test]
+fn graceful_restart_settings_and_errors() {
+    let c = load_str(&format!("{HEAD}{ONE_NEIGHBOR}")).unwrap();
+    assert_eq!(c.graceful_restart, None, "absent: helper only");
+    let c = load_str(&format!("{HEAD}[bgp.graceful-restart]\n{ONE_NEIGHBOR}")).unwrap();
+    let g = c.graceful_restart.clone().unwrap();
+    assert_eq!(
+        (g.restart_time, g.sigterm_restarts, g.state_file.to_str()),
+        (120, true, Some(super::graceful::DEFAULT_STATE_FILE))
+    );
+    // Every neighbor's OPEN offers it.
+    let s = super::settings(&c, &c.peers[0]);
+    assert_eq!(
+        s.graceful_restart.map(|g| g.restart_time),
+        Some(120),
+        "{s:?}"
+    );
+    let c = load_str(&format!(
+        "{HEAD}[bgp.graceful-restart]\nrestart-time = 300\non-sigterm = \"shutdown\"\n\
+         state-file = \"/tmp/x\"\n{ONE_NEIGHBOR}"
+    ))
+    .unwrap();
+    let g = c.graceful_restart.unwrap();
+    assert_eq!((g.restart_time, g.sigterm_restarts), (300, false));
+    let e = errors(&format!(
+        "{HEAD}[bgp.graceful-restart]\nrestart-time = 0\non-sigterm = \"reboot\"\n{ONE_NEIGHBOR}"
+    ));
+    let keys: Vec<(Option<usize>, &str)> = e.iter().map(|e| (e.0, e.1.as_str())).collect();
+    assert_eq!(
+        keys,
+        [
+            (Some(5), "bgp.graceful-restart.restart-time"),
+            (Some(6), "bgp.graceful-restart.on-sigterm")
+        ],
+        "{e:?}"
+    );
+    let e = errors(&format!(
+        "{HEAD}[bgp.graceful-restart]\nrestart-time = 4096\n{ONE_NEIGHBOR}"
+    ));
+    assert!(e[0].2.to_string().contains("1 to 4095 seconds"), "{e:?}");
+}
+
+#[test]
 fn inheritance_most_specific_wins() {
     let c = load_str(&format!(
         "{HEAD}hold-time = 60\n[[bgp.group]]\nname = \"g\"\ntype = \"external\"\npeer-as = 1\nhold-time = 30\n\

@@ -262,6 +262,34 @@ impl Bird {
     }
 }
 
+/// Starts FRR's bgpd (without zebra) on 127.0.0.43 `port` with `conf`, logging to
+/// `dir`/bgpd.log; returns it and a `vtysh -c` runner.
+pub fn frr(dir: &Path, conf: &str, port: u16) -> (Proc, impl Fn(&str) -> String) {
+    let path = dir.join("bgpd.conf");
+    std::fs::write(&path, conf).unwrap();
+    let p = Command::new("/usr/lib/frr/bgpd")
+        .args(["-Z", "-S", "-f"])
+        .arg(&path)
+        .args(["-p", &port.to_string(), "-l", "127.0.0.43", "-P", "0", "-i"])
+        .arg(dir.join("bgpd.pid"))
+        .arg("--vty_socket")
+        .arg(dir)
+        .stdout(Stdio::null())
+        .stderr(std::fs::File::create(dir.join("bgpd.log")).unwrap())
+        .spawn()
+        .expect("start FRR bgpd");
+    let dir = dir.to_path_buf();
+    let vtysh = move |c: &str| {
+        output(
+            Command::new("vtysh")
+                .arg("--vty_socket")
+                .arg(&dir)
+                .args(["-c", c]),
+        )
+    };
+    (Proc(p), vtysh)
+}
+
 // ---- GoBGP ----
 
 pub fn have(cmd: &str, arg: &str) -> bool {

@@ -188,11 +188,17 @@ pub fn needs_new_session(was: &PeerSettings, now: &PeerSettings) -> Vec<&'static
 }
 
 /// How a session is stopped.
+#[derive(Clone)]
 enum Stop {
     /// Cease / Administrative Shutdown, with an RFC 9003 message.
     Shutdown(String),
     /// Cease with this subcode (RFC 4486), no data.
     Cease(u8),
+    /// We are stopping to restart gracefully (RFC 4724): a neighbor that keeps our routes
+    /// sees the connection close without a NOTIFICATION (any NOTIFICATION would end its
+    /// help, RFC 8538 aside), the others get Cease / Administrative Shutdown with the
+    /// message; the pipeline is told nothing, so no withdrawal reaches any neighbor.
+    Restarting(String),
 }
 
 /// What `clear bgp neighbor` does (Junos words).
@@ -575,13 +581,25 @@ impl Sessions {
     /// Stops every session with Cease / Administrative Shutdown and the message (RFC 9003),
     /// and waits up to `grace` for the NOTIFICATIONs to be written.
     pub async fn shutdown(self, message: &str, grace: Duration) {
+        self.stop_all(Stop::Shutdown(message.to_string()), grace)
+            .await
+    }
+
+    /// Stops every session for a graceful restart of ours (RFC 4724): the neighbors that
+    /// help (see [`crate::Negotiated::restart_helped`]) keep our routes and go on
+    /// forwarding on them; the others are sent Cease / Administrative Shutdown with the
+    /// message. Nothing reaches the pipeline: it is left as it is for the process to end.
+    pub async fn shutdown_for_restart(self, message: &str, grace: Duration) {
+        self.stop_all(Stop::Restarting(message.to_string()), grace)
+            .await
+    }
+
+    async fn stop_all(self, how: Stop, grace: Duration) {
         for l in &self.listeners {
             l.abort();
         }
         for p in &self.peers {
-            let _ =
-                p.tx.send(Control::Stop(Stop::Shutdown(message.to_string())))
-                    .await;
+            let _ = p.tx.send(Control::Stop(how.clone())).await;
         }
         let deadline = Instant::now() + grace;
         for p in &self.peers {

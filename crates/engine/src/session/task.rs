@@ -38,6 +38,8 @@ pub(super) enum Ending {
     Notified { hard_reset: bool },
     /// We ended it (errors, administrative stop, prefix limit).
     Other,
+    /// We are stopping to restart gracefully: the pipeline is left as it is.
+    Restarting,
 }
 
 /// The most messages taken in per wake of the session task: the buffer holds what one read
@@ -399,6 +401,7 @@ impl Session {
             // A neighbor configured `disable` waits for `enable`.
             Control::Start if self.s.disabled => self.set_disabled(true),
             Control::Start => self.start(),
+            Control::Stop(Stop::Restarting(message)) => self.stop_for_restart(message),
             Control::Stop(how) => {
                 let n = match how {
                     // RFC 9003: tell the neighbor why.
@@ -406,6 +409,7 @@ impl Session {
                         Notification::cease_with_message(cease::ADMINISTRATIVE_SHUTDOWN, &message)
                     }
                     Stop::Cease(subcode) => Notification::new(code::CEASE, subcode, vec![]),
+                    Stop::Restarting(_) => return,
                 };
                 self.stop(n);
             }
@@ -433,6 +437,32 @@ impl Session {
             self.notify(n);
         }
         // ManualStop sends a bare Cease in OpenSent and later; ours went first.
+        self.event_with(Event::ManualStop, |a| match a {
+            Action::SendNotification(_) => None,
+            other => Some(other),
+        });
+    }
+
+    /// Ends the session for a graceful restart of ours (RFC 4724 section 4.1): a neighbor
+    /// that helps gets no NOTIFICATION, the connection just closes; another gets Cease /
+    /// Administrative Shutdown. Either way the pipeline keeps the neighbor's routes.
+    fn stop_for_restart(&mut self, message: String) {
+        self.ending = Ending::Restarting;
+        let helped = self.fsm.state() == State::Established
+            && self.negotiated.as_ref().is_some_and(|n| n.restart_helped);
+        if !helped {
+            self.stop(Notification::cease_with_message(
+                cease::ADMINISTRATIVE_SHUTDOWN,
+                &message,
+            ));
+            return;
+        }
+        info!(
+            neighbor = %self.name(),
+            restart_time_s = self.s.graceful_restart.map_or(0, |g| g.restart_time),
+            "graceful restart: connection closed without NOTIFICATION; the neighbor keeps our routes meanwhile"
+        );
+        self.admin_down = true;
         self.event_with(Event::ManualStop, |a| match a {
             Action::SendNotification(_) => None,
             other => Some(other),
@@ -828,7 +858,7 @@ impl Session {
                         .filter(|gr| match ending {
                             Ending::Lost => true,
                             Ending::Notified { hard_reset } => gr.notification && !hard_reset,
-                            Ending::Other => false,
+                            Ending::Other | Ending::Restarting => false,
                         })
                         .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
                     self.publish_received();
@@ -843,7 +873,11 @@ impl Session {
                     if was_up {
                         self.status.send_modify(|st| st.flaps += 1);
                         info!(neighbor = %self.name(), graceful_restart = stale.is_some(), "session down");
-                        self.pipeline_down(stale.as_ref());
+                        // Restarting: the process ends with the pipeline as it is; a
+                        // withdrawal now would reach neighbors not yet closed.
+                        if ending != Ending::Restarting {
+                            self.pipeline_down(stale.as_ref());
+                        }
                         let reason = match (self.notified.take(), &ending) {
                             (Some(n), _) => DownReason::LocalNotification(n),
                             (None, Ending::Notified { .. }) => {
@@ -853,7 +887,7 @@ impl Session {
                                 }
                             }
                             (None, Ending::Lost) => DownReason::RemoteClosed,
-                            (None, Ending::Other) => DownReason::LocalClosed,
+                            (None, Ending::Other | Ending::Restarting) => DownReason::LocalClosed,
                         };
                         self.tap(Inbound::Down {
                             peer: self.index,

@@ -48,6 +48,7 @@ pub fn ebgp_peer(
         add_path_receive: false,
         add_path_send: false,
         add_path_select: None,
+        graceful_restart: None,
         description: format!("AS{asn}"),
         routing: Routing {
             group: if downstream { "down" } else { "up" }.into(),

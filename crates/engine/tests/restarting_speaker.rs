@@ -1,0 +1,77 @@
+//! Graceful restart as the restarting speaker (RFC 4724 section 3): what our OPEN offers
+//! after a graceful restart of the process, and whether a neighbor helps. Its own test
+//! binary: how the process started is a fact of the whole process.
+
+mod common;
+
+use common::peers::ebgp_peer;
+use ribshard_engine::negotiate::{build_open, negotiate, process_started, LocalRestart};
+use ribshard_wire::open::{Capability, GracefulRestartFamily};
+use ribshard_wire::Open;
+use std::net::Ipv4Addr;
+
+fn restart_capability(o: &Open) -> Option<(u8, u16, Vec<GracefulRestartFamily>)> {
+    o.capabilities().find_map(|c| match c {
+        Capability::GracefulRestart {
+            flags,
+            restart_time,
+            families,
+        } => Some((*flags, *restart_time, families.clone())),
+        _ => None,
+    })
+}
+
+#[test]
+fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
+    process_started(true);
+    let mut s = ebgp_peer(
+        [192, 0, 2, 2],
+        65001,
+        65000,
+        Ipv4Addr::new(10, 0, 0, 1),
+        true,
+    );
+    // Helper only: the capability without families, no bits.
+    let helper = restart_capability(&build_open(&s)).unwrap();
+    assert_eq!((helper.0, helper.2.len()), (0, 0));
+
+    s.graceful_restart = Some(LocalRestart { restart_time: 90 });
+    let ours = build_open(&s);
+    let (flags, time, families) = restart_capability(&ours).unwrap();
+    assert_eq!(flags, 0x8, "Restart State within the restart time");
+    assert_eq!(time, 90);
+    // Every family of the session, each with Forwarding State preserved.
+    assert_eq!(families.len(), s.families.len());
+    assert!(families.iter().all(|f| f.flags == 0x80), "{families:?}");
+
+    // A neighbor with the capability (a helper) keeps our routes; one without does not.
+    let theirs_gr = Open::new(
+        65001,
+        90,
+        Ipv4Addr::new(192, 0, 2, 2),
+        vec![
+            Capability::FourOctetAs(65001),
+            Capability::GracefulRestart {
+                flags: 0,
+                restart_time: 120,
+                families: vec![],
+            },
+        ],
+    );
+    assert!(negotiate(&ours, &theirs_gr, &s).unwrap().restart_helped);
+    let theirs_plain = Open::new(
+        65001,
+        90,
+        Ipv4Addr::new(192, 0, 2, 2),
+        vec![Capability::FourOctetAs(65001)],
+    );
+    assert!(!negotiate(&ours, &theirs_plain, &s).unwrap().restart_helped);
+    // Our OPEN without families: no neighbor keeps our routes, helper or not.
+    s.graceful_restart = None;
+    let helper_open = build_open(&s);
+    assert!(
+        !negotiate(&helper_open, &theirs_gr, &s)
+            .unwrap()
+            .restart_helped
+    );
+}
