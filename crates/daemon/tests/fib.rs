@@ -431,3 +431,59 @@ fn a_restart_writes_only_the_differences() {
         .ip(&format!("route show {} table main proto 186", v4(1500)))
         .contains("via 10.2.0.2"));
 }
+
+/// `ribshard restart --graceful` with `[fib] retain = false`: the kernel's routes stay the
+/// whole time (the writer stops first and leaves them, whatever `retain` says), and the new
+/// process keeps every one of them once its deferral ends: nothing deleted, nothing
+/// written again.
+#[test]
+fn a_graceful_restart_keeps_the_kernel_routes() {
+    if !have_bird() {
+        return;
+    }
+    const N: usize = 5_000;
+    let dir = tempdir("fib-graceful");
+    let lab = Lab::new("fg");
+    lab.link(1);
+    let all: Vec<String> = (0..N as u32).map(v4).collect();
+    let _a = BirdNs::start(
+        &lab.peers,
+        &dir,
+        "a",
+        &bird_config(1, 65002, &all, "10.1.0.2", ""),
+    );
+    let extra = format!(
+        "[bgp.graceful-restart]\nstate-file = \"{}\"\n",
+        dir.join("gr-mark").display()
+    );
+    // `retain` lands in [fib], before the groups.
+    let groups = "retain = false\n".to_string() + &neighbor("a", "external", 1, 65002, "");
+    let _rs = ribshard_in(&lab.dut, &dir, &extra, &groups);
+    wait_installed(&dir, N as u64, 60);
+    let (ok, out) = cli(&dir, "restart --graceful");
+    assert!(ok, "{out}");
+    assert!(out.contains("keeps our routes"), "{out}");
+    let mut polls = 0;
+    let back = wait(60, || {
+        let n = kernel_count(&lab.dut, "-4");
+        assert_eq!(
+            n,
+            N,
+            "poll {polls}: routes left the kernel\n{}",
+            log_of(&dir)
+        );
+        polls += 1;
+        let log = log_of(&dir);
+        log.matches("ribshard running").count() == 2
+            && log.contains("graceful restart: restarting speaker")
+            && fib_summary(&dir)["holding"] == false
+    });
+    assert!(back, "not back in 60 s:\n{}", log_of(&dir));
+    wait_installed(&dir, N as u64, 30);
+    let s = fib_summary(&dir);
+    assert_eq!(s["kept_at_start"], N, "{s}");
+    assert_eq!(s["netlink"]["route_writes"], 0, "{s}");
+    assert_eq!(s["netlink"]["route_deletes"], 0, "{s}");
+    assert_eq!(kernel_count(&lab.dut, "-4"), N);
+    verify_clean(&dir);
+}
