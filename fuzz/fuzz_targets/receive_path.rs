@@ -17,6 +17,7 @@ const LOCAL_AS: u32 = 65000;
 fn spec() -> &'static GroupSpec {
     static SPEC: OnceLock<GroupSpec> = OnceLock::new();
     SPEC.get_or_init(|| GroupSpec {
+        long_lived: true,
         name: "down".into(),
         kind: GroupKind::External,
         local_as: LOCAL_AS,

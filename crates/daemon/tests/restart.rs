@@ -349,3 +349,175 @@ fn a_graceful_restart_loses_no_route_at_bird_and_frr() {
         "{log}"
     );
 }
+
+/// A BIRD speaker with long-lived graceful restart: announces `routes` (static lines) to
+/// ribshard with a restart time of 2 s and a long-lived stale time of an hour.
+fn bird_llgr(addr: &str, asn: u32, port: u16, port_r: u16, statics: &str, llgr: &str) -> String {
+    format!(
+        r#"router id {addr};
+log "DIR/bird.log" all;
+protocol device {{}}
+protocol static s4 {{ ipv4; {statics} }}
+protocol bgp ribsh {{
+  local {addr} port {port} as {asn};
+  neighbor 127.0.0.40 port {port_r} as 65040;
+  multihop; strict bind on; hold time 30; connect retry time 2;
+  graceful restart on; graceful restart time 2;
+  {llgr}
+  ipv4 {{ import all; export all; next hop address 198.51.100.{}; }};
+}}
+"#,
+        asn - 65000
+    )
+}
+
+/// `prefix` as BIRD holds it from ribshard, with its attributes.
+fn bird_route(b: &Bird, prefix: &str) -> String {
+    b.cmd(&format!("show route {prefix} protocol ribsh all"))
+}
+
+/// BIRD holds no route for `prefix` from ribshard.
+fn bird_lacks(b: &Bird, prefix: &str) -> bool {
+    !bird_route(b, prefix).contains("BGP.as_path")
+}
+
+/// RFC 9494 as the helper. Upstream A (long-lived graceful restart, restart time 2 s) is
+/// killed: after the restart time its routes stay as long-lived stale (LLGR_STALE added,
+/// least preferred), so upstream C's worse path for the shared prefix wins; its route with
+/// NO_LLGR goes; its own prefix stays at the downstream that does LLGR (B, which is sent
+/// the LLGR_STALE community) and is withdrawn from the one that does not (D). A back: its
+/// routes are fresh again everywhere.
+#[test]
+fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
+    if !have_bird() {
+        return;
+    }
+    let dir = tempdir("llgr");
+    let port_r = free_port("127.0.0.40");
+    let ports: Vec<u16> = ["127.0.0.41", "127.0.0.42", "127.0.0.44", "127.0.0.45"]
+        .iter()
+        .map(|a| free_port(a))
+        .collect();
+    let neighbor = |addr: &str, asn: u32, port: u16| {
+        format!(
+            "[[bgp.group.neighbor]]\naddress = \"{addr}\"\npeer-as = {asn}\nport = {port}\n\
+             local-address = \"127.0.0.40\"\nmultihop = true\npassive = true\n"
+        )
+    };
+    let config = format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         [bgp.graceful-restart]\nlong-lived-stale-time = 600\nstate-file = \"{}\"\n\
+         [[bgp.group]]\nname = \"up\"\ntype = \"external\"\n\
+         import = [\"accept\"]\nexport = [\"reject\"]\n{}{}\
+         [[bgp.group]]\nname = \"down\"\ntype = \"external\"\n\
+         import = [\"reject\"]\nexport = [\"accept\"]\n{}{}",
+        dir.join("gr-mark").display(),
+        neighbor("127.0.0.41", 65041, ports[0]),
+        neighbor("127.0.0.44", 65044, ports[2]),
+        neighbor("127.0.0.42", 65042, ports[1]),
+        neighbor("127.0.0.45", 65045, ports[3]),
+    );
+    let (_rs, _) = ribshard(&dir, &config);
+    let sub = |name: &str| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let llgr_on = "long lived graceful restart on; long lived stale time 3600;";
+    let a_conf = bird_llgr(
+        "127.0.0.41",
+        65041,
+        ports[0],
+        port_r,
+        "route 10.1.0.0/24 blackhole; \
+         route 10.2.0.0/24 blackhole { bgp_community.add((65535,7)); }; \
+         route 10.3.0.0/24 blackhole;",
+        llgr_on,
+    );
+    let a = Bird::start(&sub("a"), &a_conf);
+    let _c = Bird::start(
+        &sub("c"),
+        &bird_llgr(
+            "127.0.0.44",
+            65044,
+            ports[2],
+            port_r,
+            "route 10.1.0.0/24 blackhole { bgp_path.prepend(65044); bgp_path.prepend(65044); };",
+            llgr_on,
+        ),
+    );
+    let b = Bird::start(
+        &sub("b"),
+        &bird_llgr("127.0.0.42", 65042, ports[1], port_r, "", llgr_on),
+    );
+    let d = Bird::start(
+        &sub("d"),
+        &bird_llgr(
+            "127.0.0.45",
+            65045,
+            ports[3],
+            port_r,
+            "",
+            "long lived graceful restart off;",
+        ),
+    );
+    let all_from_a = |x: &Bird| {
+        bird_route(x, "10.1.0.0/24").contains("65040 65041")
+            && bird_route(x, "10.2.0.0/24").contains("65041")
+            && bird_route(x, "10.3.0.0/24").contains("65041")
+    };
+    assert!(
+        wait(40, || all_from_a(&b) && all_from_a(&d)),
+        "before:\n{}\n{}\n{}",
+        b.cmd("show route protocol ribsh all"),
+        d.cmd("show route protocol ribsh all"),
+        log_of(&dir)
+    );
+    // Our capability offers long-lived graceful restart (and B's session shows it).
+    let caps = b.cmd("show protocols all ribsh");
+    assert!(caps.contains("Long-lived graceful restart"), "{caps}");
+
+    // A is killed: no NOTIFICATION, the connection just closes.
+    drop(a);
+    let llgr_at_b = || {
+        bird_route(&b, "10.1.0.0/24").contains("65040 65044 65044 65044")
+            && bird_lacks(&b, "10.2.0.0/24")
+            && bird_route(&b, "10.3.0.0/24").contains("(65535,6)")
+    };
+    let llgr_at_d = || {
+        bird_route(&d, "10.1.0.0/24").contains("65040 65044 65044 65044")
+            && bird_lacks(&d, "10.2.0.0/24")
+            && bird_lacks(&d, "10.3.0.0/24")
+    };
+    assert!(
+        wait(30, || llgr_at_b() && llgr_at_d()),
+        "long-lived stale:\nB:\n{}\nD:\n{}\n{}",
+        b.cmd("show route protocol ribsh all"),
+        d.cmd("show route protocol ribsh all"),
+        log_of(&dir)
+    );
+    let log = log_of(&dir);
+    assert!(
+        log.contains("long-lived graceful restart: restart time over"),
+        "{log}"
+    );
+    // ribshard says why: the stale path of A loses at the long-lived stale step.
+    let sock = dir.join("ribshard.sock");
+    let (out, _) = operator::cli(&sock, &["show", "route", "10.1.0.0/24", "detail"]);
+    assert!(out.contains("Long-lived stale"), "{out}");
+    // Still so a while later: kept for the long-lived stale time, not the restart time.
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert!(llgr_at_b() && llgr_at_d());
+
+    // A back: its routes are fresh again at both.
+    let _a = Bird::start(&dir.join("a"), &a_conf);
+    assert!(
+        wait(40, || all_from_a(&b)
+            && all_from_a(&d)
+            && !bird_route(&b, "10.3.0.0/24").contains("(65535,6)")),
+        "after:\n{}\n{}\n{}",
+        b.cmd("show route protocol ribsh all"),
+        d.cmd("show route protocol ribsh all"),
+        log_of(&dir)
+    );
+}

@@ -3,7 +3,9 @@
 
 use ribshard_policy::Chain;
 use ribshard_wire::notification::{code, open as sub, Notification};
-use ribshard_wire::open::{cap, role, AddPathFamily, Capability, GracefulRestartFamily};
+use ribshard_wire::open::{
+    cap, role, AddPathFamily, Capability, GracefulRestartFamily, LongLivedFamily,
+};
 use ribshard_wire::{Family, Open, SessionParams};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, OnceLock};
@@ -129,6 +131,9 @@ pub struct Negotiated {
     /// The neighbor keeps our routes while we restart: our OPEN named families in the
     /// graceful restart capability and its OPEN has the capability (RFC 4724 section 4.2).
     pub restart_helped: bool,
+    /// The neighbor sent the long-lived graceful restart capability (RFC 9494): it may be
+    /// sent paths carrying LLGR_STALE.
+    pub long_lived: bool,
     pub peer_role: Option<u8>,
     /// How to decode the neighbor's messages.
     pub params: SessionParams,
@@ -143,6 +148,16 @@ pub struct GracefulRestart {
     pub families: Vec<Family>,
     /// RFC 8538: the N bit; a NOTIFICATION (other than Hard Reset) also keeps routes.
     pub notification: bool,
+    /// RFC 9494: families whose routes stay, long-lived stale, this many seconds once the
+    /// restart time is over (negotiated families with a stale time above 0).
+    pub long_lived: Vec<(Family, u32)>,
+}
+
+impl GracefulRestart {
+    /// Whether any route of the neighbor is kept when its session drops.
+    pub fn keeps_routes(&self) -> bool {
+        (self.restart_time > 0 && !self.families.is_empty()) || !self.long_lived.is_empty()
+    }
 }
 
 /// Graceful restart as the restarting speaker (RFC 4724 section 3): what our OPEN offers.
@@ -150,6 +165,8 @@ pub struct GracefulRestart {
 pub struct LocalRestart {
     /// Seconds a neighbor keeps our routes after our session drops (at most 4095).
     pub restart_time: u16,
+    /// RFC 9494: seconds a neighbor keeps them after that, long-lived stale (0: none).
+    pub long_lived_stale_time: u32,
 }
 
 /// How this process started: after a graceful stop (a restart its neighbors were helping
@@ -223,6 +240,25 @@ pub fn build_open(s: &PeerSettings) -> Open {
             families: Vec::<GracefulRestartFamily>::new(),
         },
     });
+    // RFC 9494 section 3: long-lived graceful restart; without families we only help (we
+    // keep a neighbor's routes long-lived stale, and may be sent LLGR_STALE paths).
+    let long_lived = s
+        .graceful_restart
+        .filter(|g| g.long_lived_stale_time > 0)
+        .map(|g| {
+            let (_, forwarding) = restart_bits(g.restart_time);
+            s.families
+                .iter()
+                .map(|f| LongLivedFamily {
+                    afi: f.afi(),
+                    safi: f.safi(),
+                    flags: if forwarding { 0x80 } else { 0 },
+                    stale_time: g.long_lived_stale_time.min(0x00ff_ffff),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    caps.push(Capability::LongLivedGracefulRestart(long_lived));
     let send_receive = u8::from(s.add_path_receive) | (u8::from(s.add_path_send) << 1);
     if send_receive != 0 {
         caps.push(Capability::AddPath(
@@ -337,22 +373,48 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         }
     }
     let extended_message = theirs.has(cap::EXTENDED_MESSAGE) && ours.has(cap::EXTENDED_MESSAGE);
-    let graceful_restart = theirs.capabilities().find_map(|c| match c {
-        Capability::GracefulRestart {
-            flags,
-            restart_time,
-            families: fams,
-        } => Some(GracefulRestart {
-            restart_time: *restart_time,
-            families: fams
-                .iter()
-                .filter_map(|f| Family::from_afi_safi(f.afi, f.safi))
-                .filter(|f| families.contains(f))
-                .collect(),
-            notification: flags & 0x4 != 0,
-        }),
+    let long_lived_cap = theirs.capabilities().find_map(|c| match c {
+        Capability::LongLivedGracefulRestart(v) => Some(v),
         _ => None,
     });
+    let long_lived: Vec<(Family, u32)> = long_lived_cap
+        .map(|v| {
+            v.iter()
+                .filter(|f| f.stale_time > 0)
+                .filter_map(|f| Some((Family::from_afi_safi(f.afi, f.safi)?, f.stale_time)))
+                .filter(|(f, _)| families.contains(f))
+                .collect()
+        })
+        .unwrap_or_default();
+    let graceful_restart = theirs
+        .capabilities()
+        .find_map(|c| match c {
+            Capability::GracefulRestart {
+                flags,
+                restart_time,
+                families: fams,
+            } => Some(GracefulRestart {
+                restart_time: *restart_time,
+                families: fams
+                    .iter()
+                    .filter_map(|f| Family::from_afi_safi(f.afi, f.safi))
+                    .filter(|f| families.contains(f))
+                    .collect(),
+                notification: flags & 0x4 != 0,
+                long_lived: long_lived.clone(),
+            }),
+            _ => None,
+        })
+        // RFC 9494 section 3 wants both capabilities; LLGR alone still asks us to keep
+        // its routes, from the moment the session drops.
+        .or_else(|| {
+            (!long_lived.is_empty()).then(|| GracefulRestart {
+                restart_time: 0,
+                families: Vec::new(),
+                notification: false,
+                long_lived: long_lived.clone(),
+            })
+        });
     let offered = ours
         .capabilities()
         .any(|c| matches!(c, Capability::GracefulRestart { families, .. } if !families.is_empty()));
@@ -370,6 +432,7 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         add_path_send,
         graceful_restart,
         restart_helped,
+        long_lived: long_lived_cap.is_some(),
         peer_role,
         params: SessionParams {
             four_octet_as,

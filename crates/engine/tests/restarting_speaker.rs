@@ -6,8 +6,8 @@ mod common;
 
 use common::peers::ebgp_peer;
 use ribshard_engine::negotiate::{build_open, negotiate, process_started, LocalRestart};
-use ribshard_wire::open::{Capability, GracefulRestartFamily};
-use ribshard_wire::Open;
+use ribshard_wire::open::{Capability, GracefulRestartFamily, LongLivedFamily};
+use ribshard_wire::{Family, Open};
 use std::net::Ipv4Addr;
 
 fn restart_capability(o: &Open) -> Option<(u8, u16, Vec<GracefulRestartFamily>)> {
@@ -35,7 +35,10 @@ fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
     let helper = restart_capability(&build_open(&s)).unwrap();
     assert_eq!((helper.0, helper.2.len()), (0, 0));
 
-    s.graceful_restart = Some(LocalRestart { restart_time: 90 });
+    s.graceful_restart = Some(LocalRestart {
+        restart_time: 90,
+        long_lived_stale_time: 0,
+    });
     let ours = build_open(&s);
     let (flags, time, families) = restart_capability(&ours).unwrap();
     assert_eq!(flags, 0x8, "Restart State within the restart time");
@@ -74,4 +77,72 @@ fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
             .unwrap()
             .restart_helped
     );
+}
+
+fn long_lived_capability(o: &Open) -> Option<Vec<LongLivedFamily>> {
+    o.capabilities().find_map(|c| match c {
+        Capability::LongLivedGracefulRestart(v) => Some(v.clone()),
+        _ => None,
+    })
+}
+
+/// RFC 9494 section 3: with a long-lived stale time our OPEN names every family with it
+/// (Forwarding State as in the graceful restart capability); without, the capability is
+/// empty (we help, keeping a neighbor's routes long-lived stale, and may be sent LLGR_STALE
+/// paths). A neighbor's long-lived families are what we keep for it, and how long.
+#[test]
+fn long_lived_graceful_restart_in_both_opens() {
+    process_started(true);
+    let mut s = ebgp_peer(
+        [192, 0, 2, 2],
+        65001,
+        65000,
+        Ipv4Addr::new(10, 0, 0, 1),
+        true,
+    );
+    assert_eq!(long_lived_capability(&build_open(&s)), Some(vec![]));
+    s.graceful_restart = Some(LocalRestart {
+        restart_time: 90,
+        long_lived_stale_time: 3600,
+    });
+    let ours = build_open(&s);
+    let ll = long_lived_capability(&ours).unwrap();
+    assert_eq!(ll.len(), s.families.len());
+    assert!(
+        ll.iter().all(|f| f.stale_time == 3600 && f.flags == 0x80),
+        "{ll:?}"
+    );
+
+    let theirs = Open::new(
+        65001,
+        90,
+        Ipv4Addr::new(192, 0, 2, 2),
+        vec![
+            Capability::Multiprotocol { afi: 1, safi: 1 },
+            Capability::FourOctetAs(65001),
+            // No graceful restart capability: long-lived alone still asks us to keep
+            // its routes, from the moment the session drops.
+            Capability::LongLivedGracefulRestart(vec![
+                LongLivedFamily {
+                    afi: 1,
+                    safi: 1,
+                    flags: 0,
+                    stale_time: 600,
+                },
+                // Not negotiated (IPv6 is not in its multiprotocol list): ignored.
+                LongLivedFamily {
+                    afi: 2,
+                    safi: 1,
+                    flags: 0,
+                    stale_time: 600,
+                },
+            ]),
+        ],
+    );
+    let n = negotiate(&ours, &theirs, &s).unwrap();
+    assert!(n.long_lived);
+    let g = n.graceful_restart.unwrap();
+    assert_eq!(g.restart_time, 0);
+    assert_eq!(g.long_lived, vec![(Family::Ipv4Unicast, 600)]);
+    assert!(g.keeps_routes());
 }

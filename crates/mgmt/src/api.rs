@@ -189,6 +189,16 @@ pub struct GracefulRestart {
     pub tables: Vec<String>,
     /// RFC 8538: a NOTIFICATION (other than Hard Reset) keeps its routes too.
     pub notification: bool,
+    /// RFC 9494: tables whose routes stay long-lived stale after the restart time, and
+    /// for how many seconds.
+    #[serde(default)]
+    pub long_lived: Vec<LongLivedTable>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct LongLivedTable {
+    pub table: String,
+    pub stale_time: u32,
 }
 
 /// Why the session last went down or could not come up.

@@ -71,6 +71,11 @@ pub struct RouteAttrs {
     /// False when the path loops (our AS, our ORIGINATOR_ID or cluster id): it stays in the
     /// Adj-RIB-In but is never eligible.
     pub loop_free: bool,
+    /// Carries LLGR_STALE (RFC 9494 section 4.5): the least preferred of paths, and never
+    /// sent to a neighbor without long-lived graceful restart.
+    pub llgr_stale: bool,
+    /// Carries NO_LLGR (RFC 9494 section 4.2): dropped, not kept, when long-lived stale.
+    pub no_llgr: bool,
     /// The set as received, when this one is what import policy made of it: the Adj-RIB-In
     /// is kept before policy, so a policy change can be applied again to what was received.
     pub received: Option<Arc<RouteAttrs>>,
@@ -138,6 +143,8 @@ impl RouteAttrs {
             originator_id: None,
             cluster_list_len: 0,
             loop_free: true,
+            llgr_stale: false,
+            no_llgr: false,
             received: None,
             export: Default::default(),
         };
@@ -170,6 +177,7 @@ impl RouteAttrs {
             }
         }
         a.originator_id = v.originator_id.map(u32::from);
+        (a.llgr_stale, a.no_llgr) = llgr_communities(v.communities.unwrap_or(&[]));
         let clusters: Vec<u32> = v
             .cluster_list
             .unwrap_or(&[])
@@ -197,6 +205,7 @@ impl RouteAttrs {
     /// the received set's, so only those three are read from the key, without a parse.
     pub fn edited(key: Box<[u8]>, received: &Arc<RouteAttrs>) -> RouteAttrs {
         let (mut local_pref, mut med, mut origin) = (None, 0, 2);
+        let mut llgr = (false, false);
         let n = usize::from(key.first().copied().unwrap_or(0));
         let u32_of = |v: &[u8]| <[u8; 4]>::try_from(v).ok().map(u32::from_be_bytes);
         for x in RawAttrIter::new(key.get(1 + n..).unwrap_or(&[])) {
@@ -204,6 +213,7 @@ impl RouteAttrs {
                 attr::LOCAL_PREF => local_pref = u32_of(x.value),
                 attr::MULTI_EXIT_DISC => med = u32_of(x.value).unwrap_or(0),
                 attr::ORIGIN => origin = x.value.first().copied().filter(|o| *o <= 2).unwrap_or(2),
+                attr::COMMUNITIES => llgr = llgr_communities(x.value),
                 _ => {}
             }
         }
@@ -217,7 +227,42 @@ impl RouteAttrs {
             originator_id: received.originator_id,
             cluster_list_len: received.cluster_list_len,
             loop_free: received.loop_free,
+            llgr_stale: llgr.0,
+            no_llgr: llgr.1,
             received: Some(received.clone()),
+            export: Default::default(),
+        }
+    }
+
+    /// This set with LLGR_STALE added (RFC 9494 section 4.2): what a long-lived stale path
+    /// carries, is decided with (least preferred) and is advertised with. The other decision
+    /// inputs are this set's; a policy change applied again to what was received makes it
+    /// a plain stale path (the community is not in what was received).
+    pub fn long_lived_stale(self: &Arc<Self>) -> RouteAttrs {
+        let mut attrs = self.attributes();
+        let mut communities = attrs.communities().to_vec();
+        if !communities.contains(&LLGR_STALE) {
+            communities.push(LLGR_STALE);
+        }
+        attrs.set(ribshard_wire::attributes::AttrValue::Communities(
+            communities,
+        ));
+        let mut key = Vec::with_capacity(self.key.len() + 8);
+        push_next_hop(&mut key, self.next_hop());
+        attrs.encode(&NORMALIZED, &mut key);
+        RouteAttrs {
+            key: key.into_boxed_slice(),
+            local_pref: self.local_pref,
+            as_path_len: self.as_path_len,
+            origin: self.origin,
+            med: self.med,
+            neighbor_as: self.neighbor_as,
+            originator_id: self.originator_id,
+            cluster_list_len: self.cluster_list_len,
+            loop_free: self.loop_free,
+            llgr_stale: true,
+            no_llgr: self.no_llgr,
+            received: Some(self.as_received().clone()),
             export: Default::default(),
         }
     }
@@ -262,6 +307,23 @@ pub enum NextHopAction {
     Reject,
     /// Dropped silently.
     Discard,
+}
+
+/// RFC 9494 section 4.1: the LLGR_STALE and NO_LLGR communities.
+pub const LLGR_STALE: u32 = 0xFFFF_0006;
+pub const NO_LLGR: u32 = 0xFFFF_0007;
+
+/// Whether a COMMUNITIES value holds LLGR_STALE, and NO_LLGR.
+fn llgr_communities(value: &[u8]) -> (bool, bool) {
+    let mut found = (false, false);
+    for c in value.chunks_exact(4) {
+        match c.try_into().map(u32::from_be_bytes) {
+            Ok(LLGR_STALE) => found.0 = true,
+            Ok(NO_LLGR) => found.1 = true,
+            _ => {}
+        }
+    }
+    found
 }
 
 pub(crate) fn push_next_hop(key: &mut Vec<u8>, next_hop: &[u8]) {

@@ -1,6 +1,7 @@
 //! The BGP decision process (RFC 4271 section 9.1.2.2, with the steps operators expect).
 //!
-//! Steps, in order: highest LOCAL_PREF; shortest AS_PATH (an AS_SET counts one,
+//! Steps, in order: not long-lived stale (RFC 9494 section 4.5: a path carrying LLGR_STALE is
+//! the least preferred); highest LOCAL_PREF; shortest AS_PATH (an AS_SET counts one,
 //! confederation segments zero); lowest ORIGIN; lowest MED among paths from the same
 //! neighbor AS (all paths with `always_compare_med`); eBGP over iBGP; lowest IGP cost to the
 //! next hop; lowest router id (ORIGINATOR_ID when reflected, RFC 4456 section 9) — for
@@ -24,6 +25,8 @@ use std::cmp::Ordering;
 /// attribute set is interned and a path is received.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Candidate {
+    /// Carries LLGR_STALE: loses to any path that does not.
+    pub llgr_stale: bool,
     /// LOCAL_PREF, after import policy (100 when absent).
     pub local_pref: u32,
     pub as_path_len: u32,
@@ -85,8 +88,9 @@ impl Default for Options {
 /// A strict total order for a fixed `with_med`: every step is a key comparison, and the
 /// last ones (peer address, then arrival) tell any two distinct paths apart.
 pub fn compare(a: &Candidate, b: &Candidate, with_med: bool, o: &Options) -> Ordering {
-    b.local_pref
-        .cmp(&a.local_pref)
+    a.llgr_stale
+        .cmp(&b.llgr_stale)
+        .then(b.local_pref.cmp(&a.local_pref))
         .then(a.as_path_len.cmp(&b.as_path_len))
         .then(a.origin.cmp(&b.origin))
         .then(if with_med {
@@ -142,6 +146,7 @@ pub fn best_path(paths: &[Candidate], o: &Options) -> Option<usize> {
 pub fn multipath_equal(best: &Candidate, p: &Candidate, m: Multipath, o: &Options) -> bool {
     let same_as = p.neighbor_as == best.neighbor_as;
     (same_as || m.multiple_as)
+        && p.llgr_stale == best.llgr_stale
         && p.local_pref == best.local_pref
         && p.as_path_len == best.as_path_len
         && p.origin == best.origin
@@ -161,6 +166,8 @@ fn cmp_at(paths: &[Candidate], i: usize, j: usize, with_med: bool, o: &Options) 
 /// Junos "inactive reason").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Step {
+    /// Long-lived stale (LLGR_STALE) against not.
+    LongLivedStale,
     LocalPref,
     AsPathLength,
     Origin,
@@ -181,6 +188,7 @@ impl Step {
     /// A stable name for machines (the management API).
     pub fn id(self) -> &'static str {
         match self {
+            Step::LongLivedStale => "long-lived-stale",
             Step::LocalPref => "local-preference",
             Step::AsPathLength => "as-path-length",
             Step::Origin => "origin",
@@ -198,6 +206,7 @@ impl Step {
     /// The words Junos uses for it.
     pub fn describe(self) -> &'static str {
         match self {
+            Step::LongLivedStale => "Long-lived stale",
             Step::LocalPref => "Local Preference",
             Step::AsPathLength => "AS path",
             Step::Origin => "Origin",
@@ -218,6 +227,7 @@ impl Step {
 pub fn deciding_step(a: &Candidate, b: &Candidate, with_med: bool, o: &Options) -> Option<Step> {
     let older_path = a.ebgp && b.ebgp && !o.external_router_id;
     let steps = [
+        (a.llgr_stale != b.llgr_stale, Step::LongLivedStale),
         (a.local_pref != b.local_pref, Step::LocalPref),
         (a.as_path_len != b.as_path_len, Step::AsPathLength),
         (a.origin != b.origin, Step::Origin),

@@ -9,6 +9,7 @@ use std::cmp::Ordering;
 
 fn base() -> Candidate {
     Candidate {
+        llgr_stale: false,
         local_pref: 100,
         as_path_len: 3,
         origin: 0,
@@ -28,9 +29,12 @@ fn candidate() -> impl Strategy<Value = Candidate> {
     (
         (0u32..3, 0u32..4, 0u8..3, 0u32..3, 1u32..4),
         (any::<bool>(), 0u32..3, 0u32..4, 0u32..3, 0u128..4, 0u32..4),
+        // Rarely: most comparisons are between paths that are not long-lived stale.
+        prop::bool::weighted(0.2),
     )
         .prop_map(
-            |((lp, len, origin, med, nas), (ebgp, igp, rid, cl, addr, arrival))| Candidate {
+            |((lp, len, origin, med, nas), (ebgp, igp, rid, cl, addr, arrival), llgr)| Candidate {
+                llgr_stale: llgr,
                 local_pref: lp * 50,
                 as_path_len: len,
                 origin,
@@ -70,6 +74,7 @@ proptest! {
             // makes compare look further (or tie).
             let mut c = b;
             match step {
+                Step::LongLivedStale => c.llgr_stale = a.llgr_stale,
                 Step::LocalPref => c.local_pref = a.local_pref,
                 Step::AsPathLength => c.as_path_len = a.as_path_len,
                 Step::Origin => c.origin = a.origin,
@@ -268,4 +273,38 @@ fn older_external_path_stays_without_external_router_id() {
         compare(&old, &new, true, &Options::default()),
         Ordering::Greater
     );
+}
+
+/// RFC 9494 section 4.5: a path carrying LLGR_STALE loses to any path that does not, even
+/// one worse at every other step, and the step is named.
+#[test]
+fn long_lived_stale_is_least_preferred() {
+    let stale = Candidate {
+        llgr_stale: true,
+        local_pref: 500,
+        as_path_len: 1,
+        ..base()
+    };
+    let worse = Candidate {
+        local_pref: 50,
+        as_path_len: 9,
+        origin: 2,
+        ebgp: false,
+        peer_address: 2,
+        ..base()
+    };
+    let o = Options::default();
+    assert_eq!(compare(&worse, &stale, true, &o), Ordering::Less);
+    assert_eq!(best_path(&[stale, worse], &o), Some(1));
+    assert_eq!(
+        deciding_step(&stale, &worse, true, &o),
+        Some(Step::LongLivedStale)
+    );
+    // Among long-lived stale paths the usual steps decide.
+    let stale_worse = Candidate {
+        local_pref: 50,
+        peer_address: 3,
+        ..stale
+    };
+    assert_eq!(best_path(&[stale_worse, stale], &o), Some(1));
 }

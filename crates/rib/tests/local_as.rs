@@ -23,6 +23,7 @@ fn path_of(a: &RouteAttrs) -> Vec<u32> {
 
 fn spec(global_as: Option<u32>) -> GroupSpec {
     GroupSpec {
+        long_lived: false,
         name: "masquerade".into(),
         kind: GroupKind::External,
         local_as: LOCAL,

@@ -30,6 +30,7 @@ fn attrs(otc: Option<u32>) -> RouteAttrs {
 
 fn spec(kind: GroupKind, role: Option<u8>) -> GroupSpec {
     GroupSpec {
+        long_lived: false,
         name: "g".into(),
         kind,
         local_as: LOCAL_AS,

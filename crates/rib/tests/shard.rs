@@ -241,6 +241,7 @@ proptest! {
                 let ra = &pool[*a];
                 let info = peers[*pe as usize];
                 Candidate {
+                    llgr_stale: ra.llgr_stale,
                     // Sessions discard LOCAL_PREF from eBGP peers (RFC 7606 section 7.5): one
                     // in a set is iBGP's or import policy's, and counts.
                     local_pref: ra.local_pref.unwrap_or(100),

@@ -33,6 +33,7 @@ fn attrs(communities: &[u32]) -> RouteAttrs {
 
 fn spec(kind: GroupKind, export: Arc<ribshard_policy::Chain>) -> GroupSpec {
     GroupSpec {
+        long_lived: false,
         name: "g".into(),
         kind,
         local_as: LOCAL_AS,

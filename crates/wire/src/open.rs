@@ -17,6 +17,7 @@ pub mod cap {
     pub const FOUR_OCTET_AS: u8 = 65;
     pub const ADD_PATH: u8 = 69;
     pub const ENHANCED_ROUTE_REFRESH: u8 = 70;
+    pub const LONG_LIVED_GRACEFUL_RESTART: u8 = 71;
 }
 
 /// Optional parameter type of capabilities (RFC 5492 section 4).
@@ -51,6 +52,17 @@ pub struct GracefulRestartFamily {
     pub flags: u8,
 }
 
+/// One family of the long-lived graceful restart capability (RFC 9494 section 3).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct LongLivedFamily {
+    pub afi: u16,
+    pub safi: u8,
+    /// Flags octet; bit 0x80 is Forwarding State preserved.
+    pub flags: u8,
+    /// Long-lived stale time, seconds (24 bits).
+    pub stale_time: u32,
+}
+
 /// BGP roles (RFC 9234 section 4.1).
 pub mod role {
     pub const PROVIDER: u8 = 0;
@@ -80,6 +92,8 @@ pub enum Capability {
         restart_time: u16,
         families: Vec<GracefulRestartFamily>,
     },
+    /// RFC 9494.
+    LongLivedGracefulRestart(Vec<LongLivedFamily>),
     /// RFC 9234.
     Role(u8),
     /// Any other capability, kept as received.
@@ -96,6 +110,7 @@ impl Capability {
             Capability::FourOctetAs(_) => cap::FOUR_OCTET_AS,
             Capability::AddPath(_) => cap::ADD_PATH,
             Capability::GracefulRestart { .. } => cap::GRACEFUL_RESTART,
+            Capability::LongLivedGracefulRestart(_) => cap::LONG_LIVED_GRACEFUL_RESTART,
             Capability::Role(_) => cap::BGP_ROLE,
             Capability::Unknown { code, .. } => *code,
         }
@@ -145,6 +160,23 @@ impl Capability {
                     families,
                 }
             }
+            cap::LONG_LIVED_GRACEFUL_RESTART => {
+                let mut families = Vec::with_capacity(value.len() / 7);
+                while !c.is_empty() {
+                    let afi = c.u16().ok_or_else(bad)?;
+                    let safi = c.u8().ok_or_else(bad)?;
+                    let flags = c.u8().ok_or_else(bad)?;
+                    let hi = c.u8().ok_or_else(bad)?;
+                    let lo = c.u16().ok_or_else(bad)?;
+                    families.push(LongLivedFamily {
+                        afi,
+                        safi,
+                        flags,
+                        stale_time: (u32::from(hi) << 16) | u32::from(lo),
+                    });
+                }
+                Capability::LongLivedGracefulRestart(families)
+            }
             _ => {
                 return Ok(Capability::Unknown {
                     code,
@@ -189,6 +221,14 @@ impl Capability {
                     out.extend_from_slice(&f.afi.to_be_bytes());
                     out.push(f.safi);
                     out.push(f.flags);
+                }
+            }
+            Capability::LongLivedGracefulRestart(families) => {
+                for f in families {
+                    out.extend_from_slice(&f.afi.to_be_bytes());
+                    out.push(f.safi);
+                    out.push(f.flags);
+                    out.extend_from_slice(&f.stale_time.min(0x00ff_ffff).to_be_bytes()[1..]);
                 }
             }
             Capability::Role(r) => out.push(*r),

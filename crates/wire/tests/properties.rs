@@ -166,6 +166,14 @@ proptest! {
             ribshard_wire::open::AddPathFamily { afi, safi, send_receive: sr }
         }).collect()));
         caps.push(Capability::GracefulRestart { flags: 8, restart_time: 120, families: vec![] });
+        caps.push(Capability::LongLivedGracefulRestart(fams.iter().map(|&(afi, safi, sr)| {
+            ribshard_wire::open::LongLivedFamily {
+                afi,
+                safi,
+                flags: sr << 6,
+                stale_time: (u32::from(afi) * 0x10001 + u32::from(sr) * 0x7f_0000) & 0xff_ffff,
+            }
+        }).collect()));
         caps.extend(role.map(Capability::Role));
         caps.push(Capability::Unknown { code: 200, value: unknown });
         let open = Open::new(asn, hold, Ipv4Addr::from(id), caps);

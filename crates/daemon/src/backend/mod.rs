@@ -295,6 +295,14 @@ impl Api {
                     restart_time: g.restart_time,
                     tables: tables(&g.families),
                     notification: g.notification,
+                    long_lived: g
+                        .long_lived
+                        .iter()
+                        .map(|(f, secs)| LongLivedTable {
+                            table: tables(&[*f]).concat(),
+                            stale_time: *secs,
+                        })
+                        .collect(),
                 }),
                 role: n.peer_role.map(role_name),
             }),

@@ -267,6 +267,12 @@ pub fn neighbors(v: &[Neighbor]) -> String {
                     g.restart_time,
                     if g.notification { ", N bit" } else { "" }
                 ));
+                for l in &g.long_lived {
+                    caps.push(format!(
+                        "long-lived graceful restart ({} kept {} s more)",
+                        l.table, l.stale_time
+                    ));
+                }
             }
             if let Some(r) = &c.role {
                 caps.push(format!("role {r}"));

@@ -12,6 +12,9 @@ pub const DEFAULT_STATE_FILE: &str = "/var/lib/ribshard/graceful-restart";
 pub struct GracefulRestartConfig {
     /// Seconds neighbors keep our routes after our sessions drop (1 to 4095).
     pub restart_time: u16,
+    /// RFC 9494: seconds neighbors keep our routes, long-lived stale, after the restart
+    /// time (0: no long-lived graceful restart of ours).
+    pub long_lived_stale_time: u32,
     /// SIGTERM stops gracefully (else with a Cease to every neighbor).
     pub sigterm_restarts: bool,
     pub state_file: PathBuf,
@@ -30,6 +33,17 @@ pub(super) fn resolve(
                 value: restart_time.to_string(),
                 // RFC 4724 section 3: a 12-bit field; 0 would ask neighbors to keep nothing.
                 why: "must be 1 to 4095 seconds (the capability's 12-bit field)",
+            },
+        ));
+    }
+    let long_lived_stale_time = raw.long_lived_stale_time.unwrap_or(0);
+    if long_lived_stale_time > 0x00ff_ffff {
+        errs.push((
+            "bgp.graceful-restart.long-lived-stale-time".into(),
+            ErrorKind::Invalid {
+                value: long_lived_stale_time.to_string(),
+                // RFC 9494 section 3: a 24-bit field.
+                why: "must be at most 16777215 seconds (the capability's 24-bit field)",
             },
         ));
     }
@@ -62,6 +76,7 @@ pub(super) fn resolve(
     }
     Some(GracefulRestartConfig {
         restart_time: restart_time.clamp(1, 4095),
+        long_lived_stale_time: long_lived_stale_time.min(0x00ff_ffff),
         sigterm_restarts,
         state_file,
     })

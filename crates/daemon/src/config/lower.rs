@@ -75,6 +75,7 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
         graceful_restart: c.graceful_restart.as_ref().map(|g| {
             ribshard_engine::negotiate::LocalRestart {
                 restart_time: g.restart_time,
+                long_lived_stale_time: g.long_lived_stale_time,
             }
         }),
         description: p

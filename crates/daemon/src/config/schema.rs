@@ -282,6 +282,9 @@ pub struct UpdateDelay {
 pub struct GracefulRestart {
     /// Seconds a neighbor keeps our routes after our session drops, 1 to 4095. Default 120.
     pub restart_time: Option<u16>,
+    /// Long-lived graceful restart (RFC 9494): seconds a neighbor keeps our routes after
+    /// that, marked LLGR_STALE and least preferred, up to 16777215. Default 0: none.
+    pub long_lived_stale_time: Option<u32>,
     /// What SIGTERM does: "restart" (default: sessions closed without NOTIFICATION, kernel
     /// routes kept, so that neighbors keep forwarding until ribshard is back) or "shutdown"
     /// (Cease to every neighbor, as without graceful restart).

@@ -210,6 +210,22 @@ fn graceful_restart_settings_and_errors() {
         ],
         "{e:?}"
     );
+    let c = load_str(&format!(
+        "{HEAD}[bgp.graceful-restart]\nlong-lived-stale-time = 86400\n{ONE_NEIGHBOR}"
+    ))
+    .unwrap();
+    let s = super::settings(&c, &c.peers[0]);
+    assert_eq!(
+        s.graceful_restart.map(|g| g.long_lived_stale_time),
+        Some(86400)
+    );
+    let e = errors(&format!(
+        "{HEAD}[bgp.graceful-restart]\nlong-lived-stale-time = 16777216\n{ONE_NEIGHBOR}"
+    ));
+    assert_eq!(
+        e[0].1, "bgp.graceful-restart.long-lived-stale-time",
+        "{e:?}"
+    );
     let e = errors(&format!(
         "{HEAD}[bgp.graceful-restart]\nrestart-time = 4096\n{ONE_NEIGHBOR}"
     ));

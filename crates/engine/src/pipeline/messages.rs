@@ -97,6 +97,12 @@ pub enum Broadcast {
         peer: PeerIndex,
         families: [bool; 2],
     },
+    /// The restart time of a peer with long-lived graceful restart is over (RFC 9494
+    /// section 4.2): its stale paths of these families become long-lived stale.
+    LongLivedStale {
+        peer: PeerIndex,
+        families: [bool; 2],
+    },
     /// Everything the peer sent before this: once decided and exported, each update group
     /// reports when it has encoded it ([`crate::telemetry::Telemetry::marker_reached`]).
     Marker { peer: PeerIndex, token: u64 },
@@ -136,6 +142,7 @@ impl Broadcast {
             | Broadcast::PeerDown { peer, .. }
             | Broadcast::RefreshBegin { peer, .. }
             | Broadcast::FlushStale { peer, .. }
+            | Broadcast::LongLivedStale { peer, .. }
             | Broadcast::Marker { peer, .. }
             | Broadcast::Import { peer, .. } => Some(*peer),
             Broadcast::AdvertiseNow

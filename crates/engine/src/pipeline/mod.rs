@@ -542,6 +542,12 @@ impl Pipeline {
             .broadcast(Broadcast::FlushStale { peer, families })
     }
 
+    /// The messages that make a peer's stale paths long-lived stale (RFC 9494 section 4.2).
+    pub fn long_lived_stale(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
+        self.lanes()
+            .broadcast(Broadcast::LongLivedStale { peer, families })
+    }
+
     /// BoRR from a peer (RFC 7313): its paths of these families become stale in every shard.
     pub fn refresh_begin(&self, peer: PeerIndex, families: [bool; 2]) -> Vec<Routed> {
         self.lanes()

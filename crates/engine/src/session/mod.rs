@@ -10,6 +10,7 @@ mod conn;
 mod deliver;
 mod receive;
 mod routing;
+mod stale;
 mod status;
 mod task;
 

@@ -344,14 +344,12 @@ impl Session {
         if let Some(family) = end_of_rib {
             self.end_of_rib_received(family);
             // RFC 4724 section 4.2: stale routes of the family that were not sent again go.
-            if let Some((f, until)) = self.stale {
-                let only = families(&[family]);
-                if f[0] && only[0] || f[1] && only[1] {
-                    let left = [f[0] && !only[0], f[1] && !only[1]];
-                    self.stale = (left != [false; 2]).then_some((left, until));
-                    self.flush_routes();
-                    self.push_flush_stale(only);
-                }
+            let f = self.stale.families();
+            let only = families(&[family]);
+            if f[0] && only[0] || f[1] && only[1] {
+                self.stale.forget(only);
+                self.flush_routes();
+                self.push_flush_stale(only);
             }
         }
         if self.tap.is_some() {

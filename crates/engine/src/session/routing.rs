@@ -3,6 +3,7 @@
 //! graceful-restart stale routes, and prefix limits (RFC 4486).
 
 use super::deliver::Tapped;
+use super::stale::Stale;
 use super::task::{OverLimit, Session};
 use super::{Inbound, SessionError};
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
@@ -79,13 +80,24 @@ impl Session {
         }
     }
 
-    /// The restart time of a neighbor that did not come back (or send End-of-RIB) is over.
+    /// The restart time (or the long-lived stale time) of a neighbor that did not come back
+    /// (or send End-of-RIB) is over: its stale routes go, or become long-lived stale.
     pub(super) fn stale_expired(&mut self) {
-        if let Some((f, until)) = self.stale {
-            if until <= Instant::now() {
-                info!(neighbor = %self.name(), "graceful restart: restart time over, stale routes removed");
-                self.stale = None;
-                self.push_flush_stale(f);
+        let due = self.stale.due(Instant::now());
+        if due.long_lived != [false; 2] {
+            info!(neighbor = %self.name(), families = ?due.long_lived, "long-lived graceful restart: restart time over, stale routes kept with LLGR_STALE (least preferred), NO_LLGR ones removed");
+            self.push_long_lived_stale(due.long_lived);
+        }
+        if due.flush != [false; 2] {
+            info!(neighbor = %self.name(), families = ?due.flush, "graceful restart: stale time over, stale routes removed");
+            self.push_flush_stale(due.flush);
+        }
+    }
+
+    fn push_long_lived_stale(&mut self, families: [bool; 2]) {
+        if let Some(p) = &self.pipeline {
+            for t in p.long_lived_stale(self.index as u32, families) {
+                self.inlet.push(t);
             }
         }
     }
@@ -156,18 +168,17 @@ impl Session {
         self.inlet.extend(p.deferral_up(peer, waits));
         // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
         // without a family in it) keeps no stale routes.
-        if let Some((f, until)) = self.stale {
-            let kept = n
-                .graceful_restart
-                .as_ref()
-                .map(|g| families(&g.families))
-                .unwrap_or_default();
-            let flush = [f[0] && !kept[0], f[1] && !kept[1]];
-            if flush != [false; 2] {
-                self.push_flush_stale(flush);
-                let left = [f[0] && kept[0], f[1] && kept[1]];
-                self.stale = (left != [false; 2]).then_some((left, until));
-            }
+        // RFC 9494 section 4.2: likewise for a family it kept long-lived.
+        let f = self.stale.families();
+        let kept = n.graceful_restart.as_ref().map_or([false; 2], |g| {
+            let gr = families(&g.families);
+            let ll = families(&g.long_lived.iter().map(|x| x.0).collect::<Vec<_>>());
+            [gr[0] || ll[0], gr[1] || ll[1]]
+        });
+        let flush = [f[0] && !kept[0], f[1] && !kept[1]];
+        if flush != [false; 2] {
+            self.stale.forget(flush);
+            self.push_flush_stale(flush);
         }
     }
 
@@ -193,6 +204,7 @@ impl Session {
             .map(|a| a.ip())
             .filter(|_| needs_local);
         GroupSpec {
+            long_lived: n.long_lived,
             name: r.group.clone(),
             kind,
             local_as: self.s.local_as,
@@ -348,18 +360,33 @@ impl Session {
         self.flush_routes();
         self.batcher = None;
         self.interner = None;
-        let kept = stale.map(|g| families(&g.families));
+        // RFC 4724 section 4.2 and RFC 9494 section 4.2: the families kept, for the restart
+        // time, then long-lived stale where the neighbor asked; with a restart time of 0
+        // the long-lived ones are long-lived stale at once.
+        let now = Instant::now();
+        let mut kept = Stale::default();
+        if let Some(g) = stale {
+            let restart = now + Duration::from_secs(u64::from(g.restart_time));
+            for f in &g.families {
+                let ll = g.long_lived.iter().find(|x| x.0 == *f).map(|x| x.1);
+                if g.restart_time > 0 {
+                    kept.keep(f.index(), restart, ll);
+                }
+            }
+            for (f, secs) in &g.long_lived {
+                if !kept.families().get(f.index()).copied().unwrap_or(false) {
+                    kept.keep(f.index(), now, Some(*secs));
+                }
+            }
+        }
+        let families_kept = stale.map(|_| kept.families());
         self.status.send_modify(|st| st.group = None);
-        let msgs = p.peer_down(self.index as u32, kept, self.joined.take());
+        let msgs = p.peer_down(self.index as u32, families_kept, self.joined.take());
         self.inlet.extend(msgs);
         self.inlet.extend(p.deferral_down(self.index as u32));
-        self.stale = match (kept, stale) {
-            (Some(f), Some(g)) => Some((
-                f,
-                Instant::now() + Duration::from_secs(u64::from(g.restart_time)),
-            )),
-            _ => None,
-        };
+        self.stale = kept;
+        // Families long-lived at once.
+        self.stale_expired();
     }
 
     /// After our Cease NOTIFICATION (`subcode`, sent already with its data): stops the

@@ -149,7 +149,7 @@ pub(super) struct Session {
     pub(super) ingress_prepend: Option<u32>,
     pub(super) epoch: u32,
     /// Families whose routes are kept stale for a restarting neighbor, and until when.
-    pub(super) stale: Option<([bool; 2], Instant)>,
+    pub(super) stale: super::stale::Stale,
     pub(super) admin_down: bool,
     /// An unusable next hop was logged this session (RFC 4271 section 6.3): once is enough.
     pub(super) next_hop_warned: bool,
@@ -215,7 +215,7 @@ impl Session {
             joined: None,
             ingress_prepend: None,
             epoch: 0,
-            stale: None,
+            stale: Default::default(),
             admin_down: false,
             next_hop_warned: false,
             ending: Ending::Other,
@@ -236,7 +236,7 @@ impl Session {
     pub(super) async fn run(mut self, mut ctl: mpsc::Receiver<Control>) {
         let mut tick = tokio::time::interval(Duration::from_secs(1));
         loop {
-            let deadline = match (self.timers.next(), self.stale.map(|s| s.1)) {
+            let deadline = match (self.timers.next(), self.stale.next()) {
                 (Some(a), Some(b)) => Some(a.min(b)),
                 (a, b) => a.or(b),
             };
@@ -860,7 +860,7 @@ impl Session {
                             Ending::Notified { hard_reset } => gr.notification && !hard_reset,
                             Ending::Other | Ending::Restarting => false,
                         })
-                        .filter(|gr| gr.restart_time > 0 && !gr.families.is_empty());
+                        .filter(|gr| gr.keeps_routes());
                     self.publish_received();
                     self.adj_rib_in = Default::default();
                     self.refreshing = [None, None];

@@ -27,6 +27,7 @@ pub fn downstream_params() -> SessionParams {
 /// One downstream eBGP peer's group, next hop self.
 pub fn downstream() -> GroupSpec {
     GroupSpec {
+        long_lived: false,
         name: "downstream".into(),
         kind: GroupKind::External,
         local_as: LOCAL_AS,

@@ -135,6 +135,7 @@ pub const MEMBERS: [(&str, GroupKind, u32); 6] = [
 pub fn spec(m: usize) -> GroupSpec {
     let (name, kind, peer_as) = MEMBERS[m];
     GroupSpec {
+        long_lived: false,
         name: name.into(),
         kind,
         local_as: LOCAL_AS,

@@ -93,6 +93,9 @@ pub struct GroupSpec {
     /// Add-Path send (RFC 7911), where negotiated: which of each prefix's paths the members
     /// get, each with its identifier (none: the best path alone).
     pub add_path: Option<crate::shard::AddPathSelect>,
+    /// The members sent the long-lived graceful restart capability (RFC 9494): only they
+    /// may be sent a path carrying LLGR_STALE (section 4.6); the others lose it.
+    pub long_lived: bool,
 }
 
 impl GroupSpec {
@@ -174,6 +177,11 @@ fn export_verdict(
 ) -> Option<Exported> {
     let family = prefix.family();
     if !v.accept || spec.families.get(family.index()) != Some(&true) {
+        return None;
+    }
+    // RFC 9494 section 4.6: a long-lived stale path is withdrawn from neighbors that do not
+    // know what LLGR_STALE means, rather than sent as if it were fresh.
+    if attrs.llgr_stale && !spec.long_lived {
         return None;
     }
     let from_ibgp = !src.ebgp;
@@ -575,6 +583,7 @@ mod tests {
 
     fn route_server() -> GroupSpec {
         GroupSpec {
+            long_lived: false,
             name: "clients".into(),
             kind: GroupKind::RouteServer,
             local_as: 65_000,

@@ -391,6 +391,7 @@ mod tests {
         four_octet_as: bool,
     ) -> GroupSpec {
         GroupSpec {
+            long_lived: false,
             name: "g".into(),
             kind,
             local_as: 65_000,

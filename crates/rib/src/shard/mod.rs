@@ -292,6 +292,10 @@ pub enum WalkOp {
     MarkStale([bool; 2]),
     /// End-of-RIB or the restart time passed: remove what is still stale in these families.
     FlushStale([bool; 2]),
+    /// The restart time passed for a peer with long-lived graceful restart (RFC 9494
+    /// section 4.2): its stale paths of these families carry LLGR_STALE from now on (least
+    /// preferred), those carrying NO_LLGR are removed.
+    LongLivedStale([bool; 2]),
     /// The peer began re-advertising these families (BoRR, RFC 7313 section 4): mark its
     /// paths stale there until its EoRR; leave the others.
     RefreshBegin([bool; 2]),
@@ -310,6 +314,9 @@ pub struct Walk {
     pub peer: PeerIndex,
     pub op: WalkOp,
     next: Option<Handle>,
+    /// [`WalkOp::LongLivedStale`]: each set's long-lived stale version, made once per walk
+    /// (paths that shared a set share the new one).
+    long_lived: hashbrown::HashMap<Arc<RouteAttrs>, Arc<RouteAttrs>>,
 }
 
 /// Where a prefix sits in its shard's table, in the order of [`Shard::count_step`]'s walk:
@@ -660,6 +667,7 @@ impl Shard {
             peer,
             op,
             next: Some(Handle::FIRST),
+            long_lived: Default::default(),
         }
     }
 
@@ -726,6 +734,35 @@ impl Shard {
                     d.remove_where(tally, nh, family, |p| p.peer == peer && p.stale())
                 }
                 WalkOp::FlushStale(_) => 0,
+                WalkOp::LongLivedStale(f) if in_family(&f) => {
+                    let ours = |p: &Path| p.peer == peer && p.stale() && !p.gone();
+                    let mut n = d.remove_where(tally, nh, family, |p| ours(p) && p.attrs.no_llgr);
+                    let todo: Vec<usize> = (0..d.paths.len())
+                        .filter(|&i| {
+                            d.paths
+                                .get(i)
+                                .is_some_and(|p| ours(p) && !p.attrs.llgr_stale)
+                        })
+                        .collect();
+                    for i in todo {
+                        let Some(p) = d.paths.get(i) else { continue };
+                        let attrs = walk
+                            .long_lived
+                            .entry(p.attrs.clone())
+                            .or_insert_with(|| Arc::new(p.attrs.long_lived_stale()))
+                            .clone();
+                        // A new version, as after a re-import: export compares it with the
+                        // one reported and sends the change.
+                        self.arrival = self.arrival.wrapping_add(1);
+                        let mut new = Path::new(peer, p.path_id, attrs, self.arrival, p.since());
+                        new.set_stale(true);
+                        new.set_rejected(p.rejected());
+                        Shard::replace(tally, nh, d, at, Some(i), new, family);
+                        n += 1;
+                    }
+                    n
+                }
+                WalkOp::LongLivedStale(_) => 0,
                 WalkOp::MarkStale(f) | WalkOp::RefreshBegin(f) if in_family(&f) => {
                     d.paths
                         .iter_mut()
@@ -740,6 +777,9 @@ impl Shard {
             if n > 0 {
                 Self::touch(&mut self.journal, at, d);
             }
+        }
+        if walk.next.is_none() {
+            walk.long_lived.clear();
         }
         walk.next.is_none()
     }
@@ -1093,6 +1133,7 @@ impl Decider<'_> {
             .unwrap_or(PeerInfo::NONE);
         let a = &p.attrs;
         Candidate {
+            llgr_stale: a.llgr_stale,
             // RFC 4271 section 5.1.5: LOCAL_PREF from an external peer is not used (the
             // session discards it, RFC 7606 section 7.5); one here was set by import policy.
             local_pref: a.local_pref.unwrap_or(100),

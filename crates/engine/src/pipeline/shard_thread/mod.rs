@@ -561,6 +561,10 @@ impl ShardWorker {
                 let w = self.shard.walk(peer, WalkOp::FlushStale(families));
                 self.walks.push_back(w);
             }
+            Broadcast::LongLivedStale { peer, families } => {
+                let w = self.shard.walk(peer, WalkOp::LongLivedStale(families));
+                self.walks.push_back(w);
+            }
             Broadcast::RefreshBegin { peer, families } => {
                 let w = self.shard.walk(peer, WalkOp::RefreshBegin(families));
                 self.walks.push_back(w);
@@ -986,6 +990,7 @@ mod tests {
 
     fn spec(name: &str, next_hop_self: bool) -> GroupSpec {
         GroupSpec {
+            long_lived: false,
             name: name.into(),
             kind: GroupKind::Internal {
                 client_cluster: Some(1),
