@@ -386,7 +386,8 @@ fn bird_lacks(b: &Bird, prefix: &str) -> bool {
 /// least preferred), so upstream C's worse path for the shared prefix wins; its route with
 /// NO_LLGR goes; its own prefix stays at the downstream that does LLGR (B, which is sent
 /// the LLGR_STALE community) and is withdrawn from the one that does not (D). A back: its
-/// routes are fresh again everywhere.
+/// routes are fresh again everywhere. Then ribshard restarts with a long-lived stale time of
+/// its own: past its restart time B keeps its routes (long-lived stale), D does not.
 #[test]
 fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
     if !have_bird() {
@@ -406,7 +407,8 @@ fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
     };
     let config = format!(
         "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
-         [bgp.graceful-restart]\nlong-lived-stale-time = 600\nstate-file = \"{}\"\n\
+         [bgp.graceful-restart]\nrestart-time = 2\nlong-lived-stale-time = 600\n\
+         state-file = \"{}\"\n\
          [[bgp.group]]\nname = \"up\"\ntype = \"external\"\n\
          import = [\"accept\"]\nexport = [\"reject\"]\n{}{}\
          [[bgp.group]]\nname = \"down\"\ntype = \"external\"\n\
@@ -417,7 +419,7 @@ fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
         neighbor("127.0.0.42", 65042, ports[1]),
         neighbor("127.0.0.45", 65045, ports[3]),
     );
-    let (_rs, _) = ribshard(&dir, &config);
+    let (rs, _) = ribshard(&dir, &config);
     let sub = |name: &str| {
         let d = dir.join(name);
         std::fs::create_dir_all(&d).unwrap();
@@ -520,4 +522,27 @@ fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
         d.cmd("show route protocol ribsh all"),
         log_of(&dir)
     );
+
+    // Now ribshard restarts (SIGTERM, restart time 2 s, long-lived stale time 600 s): past
+    // the restart time B still holds our routes, long-lived stale; D, without LLGR, not.
+    let mut rs = rs;
+    let _ = Command::new("kill")
+        .args(["-TERM", &rs.0.id().to_string()])
+        .status();
+    let _ = rs.0.wait();
+    drop(rs);
+    let t = std::time::Instant::now();
+    assert!(
+        wait(20, || t.elapsed() > std::time::Duration::from_secs(4)
+            && bird_lacks(&d, "10.3.0.0/24")),
+        "D kept our routes:\n{}",
+        d.cmd("show route protocol ribsh all")
+    );
+    for p in ["10.1.0.0/24", "10.3.0.0/24"] {
+        let r = bird_route(&b, p);
+        assert!(
+            r.contains("65040 65041") && r.contains("(65535,6)"),
+            "{p}: {r}"
+        );
+    }
 }
