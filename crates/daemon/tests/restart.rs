@@ -546,3 +546,45 @@ fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
         );
     }
 }
+
+/// `ribshard restart` refuses, and nothing stops, when the configuration file would not
+/// start or when `--graceful` is asked without `[bgp.graceful-restart]`; a plain restart
+/// then starts the same process again on the file as it reads now.
+#[test]
+fn restart_refuses_what_would_not_come_back() {
+    let dir = tempdir("restart-refused");
+    let port_r = free_port("127.0.0.40");
+    let config = format!(
+        "[bgp]\nlocal-as = 65040\nrouter-id = \"127.0.0.40\"\nlisten = [\"127.0.0.40:{port_r}\"]\n\
+         [[bgp.group]]\nname = \"up\"\ntype = \"external\"\npeer-as = 65041\n\
+         [[bgp.group.neighbor]]\naddress = \"127.0.0.41\"\npassive = true\n"
+    );
+    let (mut rs, _) = ribshard(&dir, &config);
+    let sock = dir.join("ribshard.sock");
+    let (out, ok) = operator::cli(&sock, &["restart", "--graceful"]);
+    assert!(
+        !ok && out.contains("graceful restart is not configured"),
+        "{out}"
+    );
+    let file = dir.join("ribshard.toml");
+    let good = std::fs::read_to_string(&file).unwrap();
+    std::fs::write(&file, good.replace("local-as = 65040", "local-as = \"x\"")).unwrap();
+    let (out, ok) = operator::cli(&sock, &["restart"]);
+    assert!(!ok && out.contains("nothing restarted"), "{out}");
+    assert!(out.contains("local-as"), "{out}");
+    assert!(matches!(rs.0.try_wait(), Ok(None)), "the daemon stopped");
+    // Fixed: the same process starts again.
+    std::fs::write(&file, &good).unwrap();
+    let pid = rs.0.id();
+    let (out, ok) = operator::cli(&sock, &["restart"]);
+    assert!(ok && out.contains("restarting: Cease"), "{out}");
+    assert!(
+        wait(20, || log_of(&dir).matches("ribshard running").count() == 2),
+        "{}",
+        log_of(&dir)
+    );
+    assert!(matches!(rs.0.try_wait(), Ok(None)));
+    assert_eq!(rs.0.id(), pid);
+    let (out, ok) = operator::cli(&sock, &["show", "bgp", "summary"]);
+    assert!(ok, "{out}");
+}
