@@ -151,6 +151,9 @@ pub struct GracefulRestart {
     /// RFC 9494: families whose routes stay, long-lived stale, this many seconds once the
     /// restart time is over (negotiated families with a stale time above 0).
     pub long_lived: Vec<(Family, u32)>,
+    /// Families whose Forwarding State bit is set (in either capability): after a restart,
+    /// stale routes of the others go at once (RFC 4724 section 4.2, RFC 9494 section 4.2).
+    pub forwarding: Vec<Family>,
 }
 
 impl GracefulRestart {
@@ -377,6 +380,20 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         Capability::LongLivedGracefulRestart(v) => Some(v),
         _ => None,
     });
+    let forwarding_ll: Vec<Family> = long_lived_cap
+        .into_iter()
+        .flatten()
+        .filter(|f| f.flags & 0x80 != 0)
+        .filter_map(|f| Family::from_afi_safi(f.afi, f.safi))
+        .collect();
+    let forwarding = |gr: &[GracefulRestartFamily]| -> Vec<Family> {
+        gr.iter()
+            .filter(|f| f.flags & 0x80 != 0)
+            .filter_map(|f| Family::from_afi_safi(f.afi, f.safi))
+            .chain(forwarding_ll.iter().copied())
+            .filter(|f| families.contains(f))
+            .collect()
+    };
     let long_lived: Vec<(Family, u32)> = long_lived_cap
         .map(|v| {
             v.iter()
@@ -402,6 +419,7 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
                     .collect(),
                 notification: flags & 0x4 != 0,
                 long_lived: long_lived.clone(),
+                forwarding: forwarding(fams),
             }),
             _ => None,
         })
@@ -413,6 +431,7 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
                 families: Vec::new(),
                 notification: false,
                 long_lived: long_lived.clone(),
+                forwarding: forwarding(&[]),
             })
         });
     let offered = ours

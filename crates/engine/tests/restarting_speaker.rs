@@ -145,4 +145,52 @@ fn long_lived_graceful_restart_in_both_opens() {
     assert_eq!(g.restart_time, 0);
     assert_eq!(g.long_lived, vec![(Family::Ipv4Unicast, 600)]);
     assert!(g.keeps_routes());
+    // Its Forwarding State bit is clear: after a restart its stale routes would go at once.
+    assert!(g.forwarding.is_empty());
+}
+
+/// RFC 4724 section 4.2: the families a restarted neighbor still forwards on are those with
+/// the Forwarding State bit, in either capability.
+#[test]
+fn forwarding_state_per_family() {
+    let s = ebgp_peer(
+        [192, 0, 2, 2],
+        65001,
+        65000,
+        Ipv4Addr::new(10, 0, 0, 1),
+        true,
+    );
+    let ours = build_open(&s);
+    let theirs = Open::new(
+        65001,
+        90,
+        Ipv4Addr::new(192, 0, 2, 2),
+        vec![
+            Capability::Multiprotocol { afi: 1, safi: 1 },
+            Capability::Multiprotocol { afi: 2, safi: 1 },
+            Capability::FourOctetAs(65001),
+            Capability::GracefulRestart {
+                flags: 0x8,
+                restart_time: 120,
+                families: vec![
+                    GracefulRestartFamily {
+                        afi: 1,
+                        safi: 1,
+                        flags: 0,
+                    },
+                    GracefulRestartFamily {
+                        afi: 2,
+                        safi: 1,
+                        flags: 0x80,
+                    },
+                ],
+            },
+        ],
+    );
+    let g = negotiate(&ours, &theirs, &s)
+        .unwrap()
+        .graceful_restart
+        .unwrap();
+    assert_eq!(g.families, vec![Family::Ipv4Unicast, Family::Ipv6Unicast]);
+    assert_eq!(g.forwarding, vec![Family::Ipv6Unicast]);
 }

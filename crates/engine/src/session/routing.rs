@@ -166,15 +166,14 @@ impl Session {
         // (RFC 4724 section 4.1).
         let waits = n.graceful_restart.is_some();
         self.inlet.extend(p.deferral_up(peer, waits));
-        // RFC 4724 section 4.2: a neighbor that comes back without graceful restart (or
-        // without a family in it) keeps no stale routes.
-        // RFC 9494 section 4.2: likewise for a family it kept long-lived.
+        // RFC 4724 section 4.2 and RFC 9494 section 4.2: a neighbor that comes back without
+        // graceful restart, without a family in it, or without its Forwarding State bit
+        // (it lost what it forwarded on), keeps no stale routes of that family.
         let f = self.stale.families();
-        let kept = n.graceful_restart.as_ref().map_or([false; 2], |g| {
-            let gr = families(&g.families);
-            let ll = families(&g.long_lived.iter().map(|x| x.0).collect::<Vec<_>>());
-            [gr[0] || ll[0], gr[1] || ll[1]]
-        });
+        let kept = n
+            .graceful_restart
+            .as_ref()
+            .map_or([false; 2], |g| families(&g.forwarding));
         let flush = [f[0] && !kept[0], f[1] && !kept[1]];
         if flush != [false; 2] {
             self.stale.forget(flush);
