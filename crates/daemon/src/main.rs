@@ -49,7 +49,7 @@ enum Command {
     /// [advertising-protocol bgp A] [community C] [large-community C] [aspath-regex R]
     /// [next-hop A] [validation-state valid|invalid|unknown] [protocol bgp|local]
     /// [active-path] [detail|terse] [hidden] [rejected] [count]`, `show route
-    /// forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show validation session`,
+    /// forwarding-table [PREFIX|ADDRESS]`, `show fib summary`, `show bmp`, `show validation session`,
     /// `show validation database [prefix P] [origin-as N]`, `show thread cpu`, `show
     /// work-queues`, `show log level`, `show configuration`.
     Show {

@@ -159,6 +159,9 @@ pub fn run(config: Config, opts: Options) -> Result<Exit, Box<dyn std::error::Er
             opts.config_file.clone(),
             watch,
         );
+        if let Some(b) = &bmp {
+            let _ = daemon.bmp.set(b.clone());
+        }
         {
             let mut live = daemon.live.write().await;
             daemon.set_rpki(live.config.rpki.as_ref());

@@ -61,6 +61,8 @@ pub struct Daemon {
     pub rpki: Mutex<Option<ribshard_rpki::client::Client>>,
     /// Where every RTR client's snapshots go to be handed to the pipeline, in order.
     pub rpki_inlet: std::sync::OnceLock<Option<std::sync::mpsc::Sender<ribshard_rpki::Snapshot>>>,
+    /// The BMP monitor, when `[bmp]` names stations (`show bmp`).
+    pub bmp: std::sync::OnceLock<Arc<ribshard_bmp::Monitor>>,
 }
 
 /// What the sampler gathers every second.
@@ -90,6 +92,7 @@ impl Daemon {
             stats: Default::default(),
             rpki: Mutex::new(None),
             rpki_inlet: std::sync::OnceLock::new(),
+            bmp: std::sync::OnceLock::new(),
             started: SystemTime::now(),
             samples: Mutex::new(Samples {
                 cpu: CpuHistory::default(),

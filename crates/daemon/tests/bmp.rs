@@ -312,6 +312,19 @@ retry-max = 2
         dumped_b, bt,
         "the dump of B's routes differs from the live feed"
     );
+    // `show bmp`: the station is up, sent both RIBs, and has been written to.
+    let (out, ok) = operator::cli(&sock, &["--json", "show", "bmp"]);
+    assert!(ok, "{out}");
+    let st: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(st.len(), 1, "{out}");
+    assert_eq!(st[0]["name"], "pmacct");
+    assert_eq!(st[0]["state"], "Up", "{out}");
+    assert_eq!(st[0]["ribs"], serde_json::json!(["pre-policy", "loc-rib"]));
+    // Two connections: the first collector's and this one's.
+    assert_eq!(st[0]["connections"], 2, "{out}");
+    assert!(st[0]["written"].as_u64().unwrap_or(0) > 1_000, "{out}");
+    let (out, _) = operator::cli(&sock, &["show", "bmp"]);
+    assert!(out.contains("pmacct") && out.contains(" Up "), "{out}");
 
     // B goes (BIRD sends Cease): Peer Down with its NOTIFICATION, and the Loc-RIB loses
     // B's routes (10.99 stays, it is A's).
@@ -420,6 +433,9 @@ retry-max = 1
         "the stalled collector was not dropped\n{}",
         log_of(&dir)
     );
+    // `show bmp` says why the station was dropped.
+    let (out, _) = operator::cli(&sock, &["show", "bmp"]);
+    assert!(out.contains("last error: the station fell"), "{out}");
     let want = loc_rib(&sock);
     // (The synthesized table has one prefix twice.)
     assert!(

@@ -818,6 +818,24 @@ impl std::fmt::Display for ReloadOutcome {
     }
 }
 
+/// `GET /v1/bmp/stations`: one BMP monitoring station (RFC 7854) as it stands.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BmpStation {
+    pub name: String,
+    pub address: String,
+    /// "Connecting", "Dumping" (connected, being sent the tables) or "Up".
+    pub state: String,
+    /// The RIBs it is sent: "pre-policy", "loc-rib".
+    pub ribs: Vec<String>,
+    /// Connections made so far.
+    pub connections: u64,
+    /// How the last connection ended, or why the last attempt failed.
+    pub last_error: Option<String>,
+    /// Octets written to it since the daemon started, and octets waiting for it now.
+    pub written: u64,
+    pub waiting: u64,
+}
+
 /// `POST /v1/restart`'s body (`ribshard restart [--graceful]`).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RestartRequest {

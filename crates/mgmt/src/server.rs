@@ -3,10 +3,10 @@
 //! the server only routes, encodes and streams.
 
 use crate::api::{
-    ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify, ForwardingRoute,
-    Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest,
-    RestartReply, RestartRequest, RouteRequest, RouteSummary, RunningConfig, Summary, Threads,
-    WatchRequest, WorkQueues,
+    BmpStation, ClearReply, ClearRequest, Convergence, ErrorReply, FibSummary, FibVerify,
+    ForwardingRoute, Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply,
+    ReloadRequest, RestartReply, RestartRequest, RouteRequest, RouteSummary, RunningConfig,
+    Summary, Threads, WatchRequest, WorkQueues,
 };
 use crate::validation::{DatabaseQuery, ValidationDatabase, ValidationSessions};
 use axum::body::Body;
@@ -120,6 +120,8 @@ pub trait Backend: Send + Sync + 'static {
         &self,
         neighbor: Option<String>,
     ) -> impl Future<Output = Result<mpsc::Receiver<Bytes>, ApiError>> + Send;
+    /// The BMP monitoring stations.
+    fn bmp_stations(&self) -> impl Future<Output = Vec<BmpStation>> + Send;
     /// The RTR client and its caches.
     fn validation_sessions(&self) -> impl Future<Output = ValidationSessions> + Send;
     /// The RPKI records in use, filtered.
@@ -173,6 +175,7 @@ fn router<B: Backend>(backend: Arc<B>, read_only: bool) -> Router {
         .route("/v1/mrt/injections", get(mrt_injections::<B>))
         .route("/v1/mrt/rib", get(mrt_rib::<B>))
         .route("/v1/validation/sessions", get(validation_sessions::<B>))
+        .route("/v1/bmp/stations", get(bmp_stations::<B>))
         .route("/v1/validation/database", get(validation_database::<B>))
         .route("/metrics", get(metrics::<B>));
     // A read-only listener refuses every request that changes state, whatever it holds.
@@ -398,6 +401,10 @@ async fn forwarding_table<B: Backend>(
     Query(q): Query<DestinationQuery>,
 ) -> Result<Json<Vec<ForwardingRoute>>, ApiError> {
     Ok(Json(s.backend.forwarding_table(q.destination).await?))
+}
+
+async fn bmp_stations<B: Backend>(State(s): State<AppState<B>>) -> Json<Vec<BmpStation>> {
+    Json(s.backend.bmp_stations().await)
 }
 
 async fn validation_sessions<B: Backend>(State(s): State<AppState<B>>) -> Json<ValidationSessions> {

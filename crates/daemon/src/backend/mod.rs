@@ -943,6 +943,32 @@ impl Backend for Api {
         self.fib()
     }
 
+    async fn bmp_stations(&self) -> Vec<BmpStation> {
+        let Some(m) = self.daemon.bmp.get() else {
+            return Vec::new();
+        };
+        m.stations()
+            .into_iter()
+            .map(|s| BmpStation {
+                name: s.name,
+                address: s.address.to_string(),
+                state: s.state.to_string(),
+                ribs: [
+                    (s.ribs.pre_policy, "pre-policy"),
+                    (s.ribs.loc_rib, "loc-rib"),
+                ]
+                .into_iter()
+                .filter(|(on, _)| *on)
+                .map(|(_, n)| n.to_string())
+                .collect(),
+                connections: s.connections,
+                last_error: s.last_error.map(|e| e.to_string()),
+                written: s.written,
+                waiting: s.waiting as u64,
+            })
+            .collect()
+    }
+
     async fn validation_sessions(&self) -> ribshard_mgmt::validation::ValidationSessions {
         validation::sessions(&self.daemon)
     }

@@ -6,10 +6,10 @@ pub mod render;
 pub mod validation;
 
 use ribshard_mgmt::api::{
-    ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute, Group, Injected,
-    LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest, RestartReply,
-    RestartRequest, RouteChange, RouteRequest, RouteSummary, RunningConfig, Summary, Threads,
-    WatchEnd, WatchRequest, WorkQueues,
+    BmpStation, ClearReply, ClearRequest, Convergence, FibSummary, FibVerify, ForwardingRoute,
+    Group, Injected, LogLevelRequest, LogLevels, MrtFile, Neighbor, ReloadReply, ReloadRequest,
+    RestartReply, RestartRequest, RouteChange, RouteRequest, RouteSummary, RunningConfig, Summary,
+    Threads, WatchEnd, WatchRequest, WorkQueues,
 };
 use ribshard_mgmt::client::{Client, ClientError, Endpoint};
 use std::io::{self, Write};
@@ -36,6 +36,8 @@ pub enum Request {
     FibSummary,
     /// `show validation session`.
     ValidationSessions,
+    /// `show bmp`.
+    Bmp,
     /// `show validation database [prefix P] [origin-as N]`.
     ValidationDatabase {
         prefix: Option<String>,
@@ -77,7 +79,7 @@ const SHOW: &str = "show bgp summary | show bgp neighbor [ADDRESS] [statistics] 
 show bgp convergence | show route summary | show route [PREFIX|ADDRESS [exact|longer|orlonger]] [table inet.0|inet6.0] \
 [rib-sharding N] [receive-protocol bgp ADDRESS] [advertising-protocol bgp ADDRESS] [community C] [large-community C] \
 [aspath-regex R] [next-hop A] [protocol bgp|local] [active-path] [detail|terse] [hidden] [rejected] [count] | \
-show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show thread cpu | show work-queues | show log level | show configuration";
+show route forwarding-table [PREFIX|ADDRESS] | show fib summary | show bmp | show thread cpu | show work-queues | show log level | show configuration";
 
 /// Parses the words after `show`.
 pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
@@ -104,6 +106,7 @@ pub fn parse_show(words: &[String]) -> Result<Request, Usage> {
         ["route", "forwarding-table", d] => Ok(Request::ForwardingTable(Some(d.to_string()))),
         ["fib", "summary"] => Ok(Request::FibSummary),
         ["validation", "session"] => Ok(Request::ValidationSessions),
+        ["bmp"] => Ok(Request::Bmp),
         ["validation", "database", rest @ ..] => {
             let (mut prefix, mut asn) = (None, None);
             for pair in rest.chunks(2) {
@@ -406,6 +409,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::Restart(_) => "/v1/restart".into(),
         Request::FibSummary => "/v1/fib/summary".into(),
         Request::ValidationSessions => "/v1/validation/sessions".into(),
+        Request::Bmp => "/v1/bmp/stations".into(),
         Request::ValidationDatabase { prefix, asn } => {
             let mut q = Vec::new();
             if let Some(p) = prefix {
@@ -557,6 +561,7 @@ pub async fn execute(endpoint: Endpoint, r: Request, json: bool) -> Result<bool,
         Request::WorkQueues => render::work_queues(&c.get::<WorkQueues>(&path).await?),
         Request::FibSummary => render::fib_summary(&c.get::<FibSummary>(&path).await?),
         Request::ValidationSessions => validation::sessions(&c.get(&path).await?),
+        Request::Bmp => render::bmp(&c.get::<Vec<BmpStation>>(&path).await?),
         Request::ValidationDatabase { .. } => validation::database(&c.get(&path).await?),
         Request::MrtInjections => render::injected(&c.get::<Vec<Injected>>(&path).await?),
         Request::ForwardingTable(_) => {

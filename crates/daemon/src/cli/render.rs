@@ -687,6 +687,34 @@ pub fn clear(r: &ClearReply, mode: Option<&str>) -> String {
     o
 }
 
+/// `show bmp`: each monitoring station, as `show validation session` lays out caches.
+pub fn bmp(stations: &[ribshard_mgmt::api::BmpStation]) -> String {
+    if stations.is_empty() {
+        return "No BMP stations configured ([bmp])\n".into();
+    }
+    let mut o = format!(
+        "{:<20} {:<24} {:<11} {:>5} {:>14} {:>10}  {}\n",
+        "Station", "Address", "State", "Conns", "Octets sent", "Waiting", "RIBs"
+    );
+    for s in stations {
+        let _ = writeln!(
+            o,
+            "{:<20} {:<24} {:<11} {:>5} {:>14} {:>10}  {}",
+            s.name,
+            s.address,
+            s.state,
+            s.connections,
+            s.written,
+            s.waiting,
+            s.ribs.join(" ")
+        );
+        if let Some(e) = &s.last_error {
+            let _ = writeln!(o, "  last error: {e}");
+        }
+    }
+    o
+}
+
 pub fn restart(r: &ribshard_mgmt::api::RestartReply) -> String {
     let mut o = if r.graceful {
         "restarting gracefully (RFC 4724): kernel routes kept\n".to_string()
