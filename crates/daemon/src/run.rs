@@ -191,29 +191,7 @@ pub fn run(config: Config, opts: Options) -> Result<Exit, Box<dyn std::error::Er
                 m = rx.recv(), if tapping => {
                     let Some(m) = m else { break };
                     let began = Instant::now();
-                    let live = daemon.live.read().await;
-                    consume(&m, &live.peers, &live.config, log.as_mut());
-                    let mut monitored = Vec::new();
-                    if bmp.is_some() {
-                        monitored.push(m);
-                    }
-                    // Drain what is queued, then flush the log once and hand BMP the lot.
-                    while let Ok(m) = rx.try_recv() {
-                        consume(&m, &live.peers, &live.config, log.as_mut());
-                        if bmp.is_some() {
-                            monitored.push(m);
-                        }
-                    }
-                    // Not holding the configuration while BMP's queue may make this wait.
-                    drop(live);
-                    if let Some(b) = &bmp {
-                        b.received(monitored).await;
-                    }
-                    if let Some(d) = log.as_mut() {
-                        if let Err(e) = d.flush() {
-                            warn!("cannot write the BGP4MP log: {e}");
-                        }
-                    }
+                    hand_on_tapped(Some(m), &mut rx, &daemon, &mut log, bmp.as_ref()).await;
                     main_work.item(began.elapsed());
                 }
                 _ = hup.recv() => {
@@ -310,6 +288,11 @@ pub fn run(config: Config, opts: Options) -> Result<Exit, Box<dyn std::error::Er
                     .await
             }
         }
+        // What the sessions' ending tapped (BMP Peer Down, the log's state changes) before
+        // the stations get Termination.
+        if tapping {
+            hand_on_tapped(None, &mut rx, &daemon, &mut log, bmp.as_ref()).await;
+        }
         let originator = daemon
             .originator
             .lock()
@@ -352,6 +335,38 @@ fn start_bmp(
     })
     .map_err(|e| format!("bmp: cannot start its thread: {e}"))?;
     Ok(Some(monitor))
+}
+
+/// Hands what the sessions tapped to the BGP4MP log and BMP: `first`, then everything
+/// queued; the log is flushed once and BMP is handed the lot.
+async fn hand_on_tapped(
+    first: Option<Inbound>,
+    rx: &mut mpsc::Receiver<Inbound>,
+    daemon: &Daemon,
+    log: &mut Option<UpdatesLog>,
+    bmp: Option<&Arc<ribshard_bmp::Monitor>>,
+) {
+    let live = daemon.live.read().await;
+    let mut monitored = Vec::new();
+    for m in first
+        .into_iter()
+        .chain(std::iter::from_fn(|| rx.try_recv().ok()))
+    {
+        consume(&m, &live.peers, &live.config, log.as_mut());
+        if bmp.is_some() {
+            monitored.push(m);
+        }
+    }
+    // Not holding the configuration while BMP's queue may make this wait.
+    drop(live);
+    if let Some(b) = bmp {
+        b.received(monitored).await;
+    }
+    if let Some(d) = log.as_mut() {
+        if let Err(e) = d.flush() {
+            warn!("cannot write the BGP4MP log: {e}");
+        }
+    }
 }
 
 /// Answers a signal that has no action with the sessions' states, in one line.

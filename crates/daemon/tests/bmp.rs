@@ -352,7 +352,8 @@ retry-max = 2
     assert_eq!(down["reason_type"], 3, "{down}");
     assert_eq!(table(&later.messages(), None), shown());
 
-    // Stopping: Termination, administratively closed.
+    // Stopping: A's Peer Down (our Cease, reason 1: local NOTIFICATION), then
+    // Termination, administratively closed.
     Command::new("kill")
         .arg("-TERM")
         .arg(rs.0.id().to_string())
@@ -363,6 +364,12 @@ retry-max = 2
         wait(10, || later.messages().iter().any(|m| kind(m) == "term")),
         "no Termination"
     );
+    let msgs = later.messages();
+    let at = |f: &dyn Fn(&serde_json::Value) -> bool| msgs.iter().position(f);
+    let a_down = at(&|m| kind(m) == "peer_down" && m["peer_ip"] == "127.0.0.51");
+    let term = at(&|m| kind(m) == "term");
+    assert!(a_down.is_some() && a_down < term, "{a_down:?} {term:?}");
+    assert_eq!(msgs[a_down.unwrap_or(0)]["reason_type"], 1);
 }
 
 #[test]
