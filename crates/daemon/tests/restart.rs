@@ -503,8 +503,15 @@ fn long_lived_graceful_restart_keeps_a_neighbors_routes_least_preferred() {
         log.contains("long-lived graceful restart: restart time over"),
         "{log}"
     );
-    // ribshard says why: the stale path of A loses at the long-lived stale step.
+    // ribshard says why: the stale path of A loses at the long-lived stale step; and what
+    // it keeps of A, and for how long.
     let sock = dir.join("ribshard.sock");
+    let (out, _) = operator::cli(&sock, &["show", "bgp", "neighbor", "127.0.0.41"]);
+    assert!(
+        out.contains("Stale routes kept: inet.0 for 3")
+            && out.contains("long-lived (LLGR_STALE, least preferred)"),
+        "{out}"
+    );
     let (out, _) = operator::cli(&sock, &["show", "route", "10.1.0.0/24", "detail"]);
     assert!(out.contains("Long-lived stale"), "{out}");
     // Still so a while later: kept for the long-lived stale time, not the restart time.

@@ -130,6 +130,9 @@ pub struct Neighbor {
     pub established_transitions: u64,
     pub families: Vec<FamilyPrefixes>,
     pub update_group: Option<UpdateGroupRef>,
+    /// Its routes kept stale while it restarts (RFC 4724, RFC 9494), per table.
+    #[serde(default)]
+    pub stale: Vec<StaleTable>,
     /// Torn down by its prefix limit and held down until cleared.
     pub held_down: bool,
     /// Disabled by an operator (`disable bgp neighbor`, or `disable = true`).
@@ -193,6 +196,16 @@ pub struct GracefulRestart {
     /// for how many seconds.
     #[serde(default)]
     pub long_lived: Vec<LongLivedTable>,
+}
+
+/// A table of a restarting neighbor's routes kept stale.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StaleTable {
+    pub table: String,
+    /// Seconds until they go, unless its End-of-RIB comes first.
+    pub seconds_left: f64,
+    /// Long-lived stale (LLGR_STALE, least preferred); else within its restart time.
+    pub long_lived: bool,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]

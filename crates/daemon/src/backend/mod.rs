@@ -323,6 +323,18 @@ impl Api {
                 name: g.spec.name.clone(),
                 update_thread: p.thread_of(g.group),
             }),
+            stale: st
+                .stale
+                .iter()
+                .map(|k| StaleTable {
+                    table: tables(&[k.family]).concat(),
+                    seconds_left: k
+                        .until
+                        .duration_since(SystemTime::now())
+                        .map_or(0.0, |d| d.as_secs_f64()),
+                    long_lived: k.long_lived,
+                })
+                .collect(),
             held_down: st.held_down,
             disabled: st.disabled,
             local_router_id: s.router_id.to_string(),

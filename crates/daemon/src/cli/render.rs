@@ -279,6 +279,19 @@ pub fn neighbors(v: &[Neighbor]) -> String {
             }
             let _ = writeln!(o, "  Capabilities: {}", caps.join(", "));
         }
+        for k in &n.stale {
+            let _ = writeln!(
+                o,
+                "  Stale routes kept: {} for {:.0} s more, {}",
+                k.table,
+                k.seconds_left,
+                if k.long_lived {
+                    "long-lived (LLGR_STALE, least preferred)"
+                } else {
+                    "within its restart time"
+                }
+            );
+        }
         if let Some(g) = &n.update_group {
             let _ = writeln!(
                 o,

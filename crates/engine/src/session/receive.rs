@@ -348,6 +348,7 @@ impl Session {
             let only = families(&[family]);
             if f[0] && only[0] || f[1] && only[1] {
                 self.stale.forget(only);
+                self.publish_stale();
                 self.flush_routes();
                 self.push_flush_stale(only);
             }

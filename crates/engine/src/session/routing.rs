@@ -84,6 +84,9 @@ impl Session {
     /// (or send End-of-RIB) is over: its stale routes go, or become long-lived stale.
     pub(super) fn stale_expired(&mut self) {
         let due = self.stale.due(Instant::now());
+        if due != Default::default() {
+            self.publish_stale();
+        }
         if due.long_lived != [false; 2] {
             info!(neighbor = %self.name(), families = ?due.long_lived, "long-lived graceful restart: restart time over, stale routes kept with LLGR_STALE (least preferred), NO_LLGR ones removed");
             self.push_long_lived_stale(due.long_lived);
@@ -92,6 +95,26 @@ impl Session {
             info!(neighbor = %self.name(), families = ?due.flush, "graceful restart: stale time over, stale routes removed");
             self.push_flush_stale(due.flush);
         }
+    }
+
+    /// Shows the stale routes kept to `show bgp neighbor`.
+    pub(super) fn publish_stale(&self) {
+        let (now, wall) = (Instant::now(), std::time::SystemTime::now());
+        let kept: Vec<super::StaleRoutes> = self
+            .stale
+            .kept()
+            .into_iter()
+            .map(|(i, until, long_lived)| super::StaleRoutes {
+                family: if i == 0 {
+                    Family::Ipv4Unicast
+                } else {
+                    Family::Ipv6Unicast
+                },
+                until: wall + until.saturating_duration_since(now),
+                long_lived,
+            })
+            .collect();
+        self.status.send_modify(|st| st.stale = kept);
     }
 
     fn push_long_lived_stale(&mut self, families: [bool; 2]) {
@@ -177,6 +200,7 @@ impl Session {
         let flush = [f[0] && !kept[0], f[1] && !kept[1]];
         if flush != [false; 2] {
             self.stale.forget(flush);
+            self.publish_stale();
             self.push_flush_stale(flush);
         }
     }
@@ -384,6 +408,7 @@ impl Session {
         self.inlet.extend(msgs);
         self.inlet.extend(p.deferral_down(self.index as u32));
         self.stale = kept;
+        self.publish_stale();
         // Families long-lived at once.
         self.stale_expired();
     }

@@ -10,6 +10,8 @@ pub(super) struct Stale {
     /// Per family: when `until` comes, the routes stay this many seconds more, long-lived
     /// stale (they get LLGR_STALE then).
     long_lived: [Option<u32>; 2],
+    /// Per family: the routes are long-lived stale now.
+    in_long_lived: [bool; 2],
 }
 
 /// What is due when a family's time comes.
@@ -28,6 +30,19 @@ impl Stale {
             *u = Some(until);
             *l = long_lived.filter(|s| *s > 0);
         }
+        if let Some(x) = self.in_long_lived.get_mut(family) {
+            *x = false;
+        }
+    }
+
+    /// Per family kept: until when, and whether long-lived stale now.
+    pub fn kept(&self) -> Vec<(usize, Instant, bool)> {
+        (0..2)
+            .filter_map(|i| {
+                let u = (*self.until.get(i)?)?;
+                Some((i, u, self.in_long_lived.get(i).copied().unwrap_or(false)))
+            })
+            .collect()
     }
 
     /// The families with routes kept.
@@ -46,6 +61,9 @@ impl Stale {
             if *f {
                 if let (Some(u), Some(l)) = (self.until.get_mut(i), self.long_lived.get_mut(i)) {
                     (*u, *l) = (None, None);
+                }
+                if let Some(x) = self.in_long_lived.get_mut(i) {
+                    *x = false;
                 }
             }
         }
@@ -68,11 +86,17 @@ impl Stale {
                     if let Some(x) = due.long_lived.get_mut(i) {
                         *x = true;
                     }
+                    if let Some(x) = self.in_long_lived.get_mut(i) {
+                        *x = true;
+                    }
                 }
                 None => {
                     *u = None;
                     if let Some(x) = due.flush.get_mut(i) {
                         *x = true;
+                    }
+                    if let Some(x) = self.in_long_lived.get_mut(i) {
+                        *x = false;
                     }
                 }
             }
@@ -104,6 +128,7 @@ mod tests {
             }
         );
         assert_eq!(s.families(), [true, false]);
+        assert_eq!(s.kept(), vec![(0, at + Duration::from_secs(100), true)]);
         assert_eq!(s.next(), Some(at + Duration::from_secs(100)));
         assert_eq!(
             s.due(at + Duration::from_secs(100)),

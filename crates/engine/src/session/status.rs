@@ -95,6 +95,18 @@ pub struct SessionStatus {
     pub write_queue_blocks: u64,
     /// The session's update group, while Established.
     pub group: Option<Joined>,
+    /// Routes of a restarting neighbor kept stale (RFC 4724, RFC 9494), per family.
+    pub stale: Vec<StaleRoutes>,
+}
+
+/// A family of a restarting neighbor's routes kept stale.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StaleRoutes {
+    pub family: ribshard_wire::Family,
+    /// Kept until then, unless the neighbor's End-of-RIB comes first.
+    pub until: SystemTime,
+    /// Long-lived stale now (LLGR_STALE, least preferred); else within the restart time.
+    pub long_lived: bool,
 }
 
 impl Default for SessionStatus {
@@ -116,6 +128,7 @@ impl Default for SessionStatus {
             disabled: false,
             write_queue_blocks: 0,
             group: None,
+            stale: Vec::new(),
         }
     }
 }
