@@ -179,6 +179,10 @@ fn live_changes(was: &PeerSettings, now: &PeerSettings) -> Vec<String> {
         },
     );
     said(
+        was.max_long_lived_stale_time != now.max_long_lived_stale_time,
+        "max-long-lived-stale-time: from its next session".into(),
+    );
+    said(
         was.send_hold_time != now.send_hold_time,
         format!("send-hold-time {} s: applied now", now.send_hold_time),
     );

@@ -280,6 +280,11 @@ fn a_graceful_restart_loses_no_route_at_bird_and_frr() {
         f("show bgp summary"),
         log_of(&dir)
     );
+    let (out, ok) = operator::cli(&sock, &["show", "configuration"]);
+    assert!(
+        ok && out.contains("[bgp.graceful-restart]") && out.contains("restart-time = 90"),
+        "{out}"
+    );
     // The helpers saw our families in the capability (BIRD: "AF supported").
     let caps = b.cmd("show protocols all ribsh");
     assert!(caps.contains("AF supported: ipv4"), "{caps}");

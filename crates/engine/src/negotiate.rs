@@ -48,6 +48,9 @@ pub struct PeerSettings {
     /// Graceful restart as the restarting speaker (`[bgp.graceful-restart]`); `None`: helper
     /// only (the capability without families: neighbors drop our routes when we go).
     pub graceful_restart: Option<LocalRestart>,
+    /// RFC 9494: the longest the neighbor's routes are kept long-lived stale, whatever it
+    /// asks (`None`: what it asks).
+    pub max_long_lived_stale_time: Option<u32>,
     /// A name for logs.
     pub description: String,
     /// How the pipeline treats the neighbor's routes and what it advertises to it.
@@ -398,7 +401,13 @@ pub fn negotiate(ours: &Open, theirs: &Open, s: &PeerSettings) -> Result<Negotia
         .map(|v| {
             v.iter()
                 .filter(|f| f.stale_time > 0)
-                .filter_map(|f| Some((Family::from_afi_safi(f.afi, f.safi)?, f.stale_time)))
+                .filter_map(|f| {
+                    let secs = f
+                        .stale_time
+                        .min(s.max_long_lived_stale_time.unwrap_or(u32::MAX));
+                    Some((Family::from_afi_safi(f.afi, f.safi)?, secs))
+                })
+                .filter(|(_, secs)| *secs > 0)
                 .filter(|(f, _)| families.contains(f))
                 .collect()
         })

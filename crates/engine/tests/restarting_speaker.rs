@@ -194,3 +194,48 @@ fn forwarding_state_per_family() {
     assert_eq!(g.families, vec![Family::Ipv4Unicast, Family::Ipv6Unicast]);
     assert_eq!(g.forwarding, vec![Family::Ipv6Unicast]);
 }
+
+/// `max-long-lived-stale-time` caps what a neighbor asks; 0 refuses long-lived graceful
+/// restart with it.
+#[test]
+fn the_long_lived_stale_time_a_neighbor_asks_is_capped() {
+    let mut s = ebgp_peer(
+        [192, 0, 2, 2],
+        65001,
+        65000,
+        Ipv4Addr::new(10, 0, 0, 1),
+        true,
+    );
+    let ours = build_open(&s);
+    let theirs = Open::new(
+        65001,
+        90,
+        Ipv4Addr::new(192, 0, 2, 2),
+        vec![
+            Capability::FourOctetAs(65001),
+            Capability::GracefulRestart {
+                flags: 0,
+                restart_time: 120,
+                families: vec![],
+            },
+            Capability::LongLivedGracefulRestart(vec![LongLivedFamily {
+                afi: 1,
+                safi: 1,
+                flags: 0x80,
+                stale_time: 0x00ff_ffff,
+            }]),
+        ],
+    );
+    let asked = |s: &ribshard_engine::PeerSettings| {
+        negotiate(&ours, &theirs, s)
+            .unwrap()
+            .graceful_restart
+            .unwrap()
+            .long_lived
+    };
+    assert_eq!(asked(&s), vec![(Family::Ipv4Unicast, 0x00ff_ffff)]);
+    s.max_long_lived_stale_time = Some(3600);
+    assert_eq!(asked(&s), vec![(Family::Ipv4Unicast, 3600)]);
+    s.max_long_lived_stale_time = Some(0);
+    assert_eq!(asked(&s), vec![]);
+}

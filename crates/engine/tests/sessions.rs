@@ -54,6 +54,7 @@ fn settings(peer: IpAddr, port: u16, peer_as: u32) -> PeerSettings {
         add_path_send: false,
         add_path_select: None,
         graceful_restart: None,
+        max_long_lived_stale_time: None,
         description: "test".into(),
         routing: Default::default(),
     }

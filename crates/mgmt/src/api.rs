@@ -522,6 +522,19 @@ pub struct RunningBgp {
     pub external_router_id: bool,
     /// `multipath`: off, `on` or `multiple-as`.
     pub multipath: String,
+    /// `[bgp.graceful-restart]`; absent: graceful restart helper only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub graceful_restart: Option<RunningGracefulRestart>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct RunningGracefulRestart {
+    pub restart_time: u16,
+    pub long_lived_stale_time: u32,
+    /// "restart" or "shutdown".
+    pub on_sigterm: String,
+    pub state_file: String,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -566,6 +579,8 @@ pub struct RunningNeighbor {
     pub local_as_private: bool,
     pub no_prepend_global_as: bool,
     pub no_install: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_long_lived_stale_time: Option<u32>,
 }
 
 /// `POST /v1/log/level` (`ribshard set log level LEVEL [neighbor A]`).

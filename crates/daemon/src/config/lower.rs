@@ -40,6 +40,7 @@ pub fn local_settings(
         add_path_send: false,
         add_path_select: None,
         graceful_restart: None,
+        max_long_lived_stale_time: None,
         description,
         routing: Routing::default(),
     }
@@ -78,6 +79,7 @@ pub fn settings(c: &Config, p: &Peer) -> PeerSettings {
                 long_lived_stale_time: g.long_lived_stale_time,
             }
         }),
+        max_long_lived_stale_time: p.max_long_lived_stale_time,
         description: p
             .description
             .clone()

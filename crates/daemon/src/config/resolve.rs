@@ -82,6 +82,8 @@ pub struct Peer {
     pub no_prepend_global_as: bool,
     /// Junos `no-install`: its routes are never written to the kernel's table.
     pub no_install: bool,
+    /// RFC 9494: the longest its routes are kept long-lived stale (`None`: what it asks).
+    pub max_long_lived_stale_time: Option<u32>,
 }
 
 /// Where the management API and the metrics listen (`[management]`).
@@ -1134,6 +1136,7 @@ fn resolve_into(
                 local_as_private,
                 no_prepend_global_as,
                 no_install: pick!(no_install).unwrap_or(false),
+                max_long_lived_stale_time: pick!(max_long_lived_stale_time),
             });
         }
     }

@@ -23,6 +23,19 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
             Some(m) if m.multiple_as => "multiple-as".into(),
             Some(_) => "on".into(),
         },
+        graceful_restart: c.graceful_restart.as_ref().map(|g| {
+            ribshard_mgmt::api::RunningGracefulRestart {
+                restart_time: g.restart_time,
+                long_lived_stale_time: g.long_lived_stale_time,
+                on_sigterm: if g.sigterm_restarts {
+                    "restart"
+                } else {
+                    "shutdown"
+                }
+                .into(),
+                state_file: g.state_file.display().to_string(),
+            }
+        }),
     };
     let neighbor = c
         .peers
@@ -100,6 +113,7 @@ pub fn running(c: &Config, file: Option<&std::path::Path>) -> RunningConfig {
             local_as_private: p.local_as_private,
             no_prepend_global_as: p.no_prepend_global_as,
             no_install: p.no_install,
+            max_long_lived_stale_time: p.max_long_lived_stale_time,
         })
         .collect();
     let mut policy_statements: Vec<String> = c

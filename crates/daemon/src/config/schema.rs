@@ -77,6 +77,10 @@ macro_rules! with_peer_settings {
             /// table by `[fib]` (a route reflector's or route server's clients). Default
             /// false.
             pub no_install: Option<bool>,
+            /// Long-lived graceful restart (RFC 9494): the longest these peers' routes are
+            /// kept long-lived stale, whatever stale time they ask for (seconds; BIRD's
+            /// `max long lived stale time`). Default: what they ask.
+            pub max_long_lived_stale_time: Option<u32>,
         }
     };
 }

@@ -219,6 +219,15 @@ fn graceful_restart_settings_and_errors() {
         s.graceful_restart.map(|g| g.long_lived_stale_time),
         Some(86400)
     );
+    // The cap on what neighbors ask is a neighbor setting, graceful restart or not.
+    let c = load_str(&format!(
+        "{HEAD}max-long-lived-stale-time = 3600\n{ONE_NEIGHBOR}"
+    ))
+    .unwrap();
+    assert_eq!(
+        super::settings(&c, &c.peers[0]).max_long_lived_stale_time,
+        Some(3600)
+    );
     let e = errors(&format!(
         "{HEAD}[bgp.graceful-restart]\nlong-lived-stale-time = 16777216\n{ONE_NEIGHBOR}"
     ));

@@ -49,6 +49,7 @@ pub fn ebgp_peer(
         add_path_send: false,
         add_path_select: None,
         graceful_restart: None,
+        max_long_lived_stale_time: None,
         description: format!("AS{asn}"),
         routing: Routing {
             group: if downstream { "down" } else { "up" }.into(),
