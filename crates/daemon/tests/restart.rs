@@ -14,6 +14,19 @@ use std::process::Command;
 const ROUTES: usize = 1000;
 
 fn bird(addr: &str, asn: u32, port: u16, port_r: u16, statics: &str, export: &str) -> String {
+    bird_with(addr, asn, port, port_r, statics, export, "")
+}
+
+/// [`bird`] with more options of its session with ribshard.
+fn bird_with(
+    addr: &str,
+    asn: u32,
+    port: u16,
+    port_r: u16,
+    statics: &str,
+    export: &str,
+    options: &str,
+) -> String {
     format!(
         r#"router id {addr};
 log "DIR/bird.log" all;
@@ -23,7 +36,7 @@ protocol bgp ribsh {{
   local {addr} port {port} as {asn};
   neighbor 127.0.0.40 port {port_r} as 65040;
   multihop; strict bind on; hold time 30; connect retry time 2;
-  graceful restart on;
+  graceful restart on; {options}
   ipv4 {{ import all; export {export}; next hop address 198.51.100.1; }};
 }}
 "#
@@ -355,24 +368,17 @@ fn a_graceful_restart_loses_no_route_at_bird_and_frr() {
     );
 }
 
-/// A BIRD speaker with long-lived graceful restart: announces `routes` (static lines) to
-/// ribshard with a restart time of 2 s and a long-lived stale time of an hour.
+/// A BIRD speaker with long-lived graceful restart options `llgr`: announces `statics` to
+/// ribshard with a restart time of 2 s.
 fn bird_llgr(addr: &str, asn: u32, port: u16, port_r: u16, statics: &str, llgr: &str) -> String {
-    format!(
-        r#"router id {addr};
-log "DIR/bird.log" all;
-protocol device {{}}
-protocol static s4 {{ ipv4; {statics} }}
-protocol bgp ribsh {{
-  local {addr} port {port} as {asn};
-  neighbor 127.0.0.40 port {port_r} as 65040;
-  multihop; strict bind on; hold time 30; connect retry time 2;
-  graceful restart on; graceful restart time 2;
-  {llgr}
-  ipv4 {{ import all; export all; next hop address 198.51.100.{}; }};
-}}
-"#,
-        asn - 65000
+    bird_with(
+        addr,
+        asn,
+        port,
+        port_r,
+        statics,
+        "all",
+        &format!("graceful restart time 2; {llgr}"),
     )
 }
 
