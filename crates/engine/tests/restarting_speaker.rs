@@ -21,16 +21,26 @@ fn restart_capability(o: &Open) -> Option<(u8, u16, Vec<GracefulRestartFamily>)>
     })
 }
 
-#[test]
-fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
-    process_started(true);
-    let mut s = ebgp_peer(
+/// The neighbor of every test: eBGP, AS 65001, both families.
+fn neighbor() -> ribshard_engine::PeerSettings {
+    ebgp_peer(
         [192, 0, 2, 2],
         65001,
         65000,
         Ipv4Addr::new(10, 0, 0, 1),
         true,
-    );
+    )
+}
+
+/// The neighbor's OPEN with these capabilities.
+fn their_open(caps: Vec<Capability>) -> Open {
+    Open::new(65001, 90, Ipv4Addr::new(192, 0, 2, 2), caps)
+}
+
+#[test]
+fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
+    process_started(true);
+    let mut s = neighbor();
     // Helper only: the capability without families, no bits.
     let helper = restart_capability(&build_open(&s)).unwrap();
     assert_eq!((helper.0, helper.2.len()), (0, 0));
@@ -48,26 +58,16 @@ fn after_a_graceful_restart_the_open_says_restarted_and_forwarding_kept() {
     assert!(families.iter().all(|f| f.flags == 0x80), "{families:?}");
 
     // A neighbor with the capability (a helper) keeps our routes; one without does not.
-    let theirs_gr = Open::new(
-        65001,
-        90,
-        Ipv4Addr::new(192, 0, 2, 2),
-        vec![
-            Capability::FourOctetAs(65001),
-            Capability::GracefulRestart {
-                flags: 0,
-                restart_time: 120,
-                families: vec![],
-            },
-        ],
-    );
+    let theirs_gr = their_open(vec![
+        Capability::FourOctetAs(65001),
+        Capability::GracefulRestart {
+            flags: 0,
+            restart_time: 120,
+            families: vec![],
+        },
+    ]);
     assert!(negotiate(&ours, &theirs_gr, &s).unwrap().restart_helped);
-    let theirs_plain = Open::new(
-        65001,
-        90,
-        Ipv4Addr::new(192, 0, 2, 2),
-        vec![Capability::FourOctetAs(65001)],
-    );
+    let theirs_plain = their_open(vec![Capability::FourOctetAs(65001)]);
     assert!(!negotiate(&ours, &theirs_plain, &s).unwrap().restart_helped);
     // Our OPEN without families: no neighbor keeps our routes, helper or not.
     s.graceful_restart = None;
@@ -93,13 +93,7 @@ fn long_lived_capability(o: &Open) -> Option<Vec<LongLivedFamily>> {
 #[test]
 fn long_lived_graceful_restart_in_both_opens() {
     process_started(true);
-    let mut s = ebgp_peer(
-        [192, 0, 2, 2],
-        65001,
-        65000,
-        Ipv4Addr::new(10, 0, 0, 1),
-        true,
-    );
+    let mut s = neighbor();
     assert_eq!(long_lived_capability(&build_open(&s)), Some(vec![]));
     s.graceful_restart = Some(LocalRestart {
         restart_time: 90,
@@ -113,32 +107,27 @@ fn long_lived_graceful_restart_in_both_opens() {
         "{ll:?}"
     );
 
-    let theirs = Open::new(
-        65001,
-        90,
-        Ipv4Addr::new(192, 0, 2, 2),
-        vec![
-            Capability::Multiprotocol { afi: 1, safi: 1 },
-            Capability::FourOctetAs(65001),
-            // No graceful restart capability: long-lived alone still asks us to keep
-            // its routes, from the moment the session drops.
-            Capability::LongLivedGracefulRestart(vec![
-                LongLivedFamily {
-                    afi: 1,
-                    safi: 1,
-                    flags: 0,
-                    stale_time: 600,
-                },
-                // Not negotiated (IPv6 is not in its multiprotocol list): ignored.
-                LongLivedFamily {
-                    afi: 2,
-                    safi: 1,
-                    flags: 0,
-                    stale_time: 600,
-                },
-            ]),
-        ],
-    );
+    let theirs = their_open(vec![
+        Capability::Multiprotocol { afi: 1, safi: 1 },
+        Capability::FourOctetAs(65001),
+        // No graceful restart capability: long-lived alone still asks us to keep
+        // its routes, from the moment the session drops.
+        Capability::LongLivedGracefulRestart(vec![
+            LongLivedFamily {
+                afi: 1,
+                safi: 1,
+                flags: 0,
+                stale_time: 600,
+            },
+            // Not negotiated (IPv6 is not in its multiprotocol list): ignored.
+            LongLivedFamily {
+                afi: 2,
+                safi: 1,
+                flags: 0,
+                stale_time: 600,
+            },
+        ]),
+    ]);
     let n = negotiate(&ours, &theirs, &s).unwrap();
     assert!(n.long_lived);
     let g = n.graceful_restart.unwrap();
@@ -153,40 +142,29 @@ fn long_lived_graceful_restart_in_both_opens() {
 /// the Forwarding State bit, in either capability.
 #[test]
 fn forwarding_state_per_family() {
-    let s = ebgp_peer(
-        [192, 0, 2, 2],
-        65001,
-        65000,
-        Ipv4Addr::new(10, 0, 0, 1),
-        true,
-    );
+    let s = neighbor();
     let ours = build_open(&s);
-    let theirs = Open::new(
-        65001,
-        90,
-        Ipv4Addr::new(192, 0, 2, 2),
-        vec![
-            Capability::Multiprotocol { afi: 1, safi: 1 },
-            Capability::Multiprotocol { afi: 2, safi: 1 },
-            Capability::FourOctetAs(65001),
-            Capability::GracefulRestart {
-                flags: 0x8,
-                restart_time: 120,
-                families: vec![
-                    GracefulRestartFamily {
-                        afi: 1,
-                        safi: 1,
-                        flags: 0,
-                    },
-                    GracefulRestartFamily {
-                        afi: 2,
-                        safi: 1,
-                        flags: 0x80,
-                    },
-                ],
-            },
-        ],
-    );
+    let theirs = their_open(vec![
+        Capability::Multiprotocol { afi: 1, safi: 1 },
+        Capability::Multiprotocol { afi: 2, safi: 1 },
+        Capability::FourOctetAs(65001),
+        Capability::GracefulRestart {
+            flags: 0x8,
+            restart_time: 120,
+            families: vec![
+                GracefulRestartFamily {
+                    afi: 1,
+                    safi: 1,
+                    flags: 0,
+                },
+                GracefulRestartFamily {
+                    afi: 2,
+                    safi: 1,
+                    flags: 0x80,
+                },
+            ],
+        },
+    ]);
     let g = negotiate(&ours, &theirs, &s)
         .unwrap()
         .graceful_restart
@@ -199,33 +177,22 @@ fn forwarding_state_per_family() {
 /// restart with it.
 #[test]
 fn the_long_lived_stale_time_a_neighbor_asks_is_capped() {
-    let mut s = ebgp_peer(
-        [192, 0, 2, 2],
-        65001,
-        65000,
-        Ipv4Addr::new(10, 0, 0, 1),
-        true,
-    );
+    let mut s = neighbor();
     let ours = build_open(&s);
-    let theirs = Open::new(
-        65001,
-        90,
-        Ipv4Addr::new(192, 0, 2, 2),
-        vec![
-            Capability::FourOctetAs(65001),
-            Capability::GracefulRestart {
-                flags: 0,
-                restart_time: 120,
-                families: vec![],
-            },
-            Capability::LongLivedGracefulRestart(vec![LongLivedFamily {
-                afi: 1,
-                safi: 1,
-                flags: 0x80,
-                stale_time: 0x00ff_ffff,
-            }]),
-        ],
-    );
+    let theirs = their_open(vec![
+        Capability::FourOctetAs(65001),
+        Capability::GracefulRestart {
+            flags: 0,
+            restart_time: 120,
+            families: vec![],
+        },
+        Capability::LongLivedGracefulRestart(vec![LongLivedFamily {
+            afi: 1,
+            safi: 1,
+            flags: 0x80,
+            stale_time: 0x00ff_ffff,
+        }]),
+    ]);
     let asked = |s: &ribshard_engine::PeerSettings| {
         negotiate(&ours, &theirs, s)
             .unwrap()

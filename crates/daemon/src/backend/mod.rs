@@ -299,7 +299,7 @@ impl Api {
                         .long_lived
                         .iter()
                         .map(|(f, secs)| LongLivedTable {
-                            table: tables(&[*f]).concat(),
+                            table: routes::table_name(*f).into(),
                             stale_time: *secs,
                         })
                         .collect(),
@@ -327,7 +327,7 @@ impl Api {
                 .stale
                 .iter()
                 .map(|k| StaleTable {
-                    table: tables(&[k.family]).concat(),
+                    table: routes::table_name(k.family).into(),
                     seconds_left: k
                         .until
                         .duration_since(SystemTime::now())

@@ -104,12 +104,8 @@ impl Session {
             .stale
             .kept()
             .into_iter()
-            .map(|(i, until, long_lived)| super::StaleRoutes {
-                family: if i == 0 {
-                    Family::Ipv4Unicast
-                } else {
-                    Family::Ipv6Unicast
-                },
+            .map(|(family, until, long_lived)| super::StaleRoutes {
+                family,
                 until: wall + until.saturating_duration_since(now),
                 long_lived,
             })
@@ -389,16 +385,17 @@ impl Session {
         let now = Instant::now();
         let mut kept = Stale::default();
         if let Some(g) = stale {
-            let restart = now + Duration::from_secs(u64::from(g.restart_time));
-            for f in &g.families {
-                let ll = g.long_lived.iter().find(|x| x.0 == *f).map(|x| x.1);
-                if g.restart_time > 0 {
-                    kept.keep(f.index(), restart, ll);
+            let long_lived = |f: Family| g.long_lived.iter().find(|x| x.0 == f).map(|x| x.1);
+            if g.restart_time > 0 {
+                let restart = now + Duration::from_secs(u64::from(g.restart_time));
+                for f in &g.families {
+                    kept.keep(*f, restart, long_lived(*f));
                 }
             }
+            // Long-lived families not kept for a restart time: long-lived from now.
             for (f, secs) in &g.long_lived {
                 if !kept.families().get(f.index()).copied().unwrap_or(false) {
-                    kept.keep(f.index(), now, Some(*secs));
+                    kept.keep(*f, now, Some(*secs));
                 }
             }
         }

@@ -1,7 +1,11 @@
 //! A restarting neighbor's routes we keep (RFC 4724 section 4.2, RFC 9494 section 4.2): per
 //! family, until when, and whether long-lived graceful restart follows the restart time.
 
+use ribshard_wire::Family;
 use tokio::time::Instant;
+
+/// The families by [`Family::index`].
+const FAMILIES: [Family; 2] = [Family::Ipv4Unicast, Family::Ipv6Unicast];
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(super) struct Stale {
@@ -25,7 +29,8 @@ pub(super) struct Due {
 
 impl Stale {
     /// Keeps a family's routes until `until`, then long-lived stale for `long_lived` s.
-    pub fn keep(&mut self, family: usize, until: Instant, long_lived: Option<u32>) {
+    pub fn keep(&mut self, family: Family, until: Instant, long_lived: Option<u32>) {
+        let family = family.index();
         if let (Some(u), Some(l)) = (self.until.get_mut(family), self.long_lived.get_mut(family)) {
             *u = Some(until);
             *l = long_lived.filter(|s| *s > 0);
@@ -36,12 +41,12 @@ impl Stale {
     }
 
     /// Per family kept: until when, and whether long-lived stale now.
-    pub fn kept(&self) -> Vec<(usize, Instant, bool)> {
-        (0..2)
-            .filter_map(|i| {
-                let u = (*self.until.get(i)?)?;
-                Some((i, u, self.in_long_lived.get(i).copied().unwrap_or(false)))
-            })
+    pub fn kept(&self) -> Vec<(Family, Instant, bool)> {
+        FAMILIES
+            .into_iter()
+            .zip(self.until)
+            .zip(self.in_long_lived)
+            .filter_map(|((f, u), ll)| Some((f, u?, ll)))
             .collect()
     }
 
@@ -114,8 +119,8 @@ mod tests {
     fn restart_time_then_long_lived_then_gone() {
         let t0 = Instant::now();
         let mut s = Stale::default();
-        s.keep(0, t0 + Duration::from_secs(10), Some(100));
-        s.keep(1, t0 + Duration::from_secs(10), None);
+        s.keep(Family::Ipv4Unicast, t0 + Duration::from_secs(10), Some(100));
+        s.keep(Family::Ipv6Unicast, t0 + Duration::from_secs(10), None);
         assert_eq!(s.families(), [true, true]);
         assert_eq!(s.next(), Some(t0 + Duration::from_secs(10)));
         assert_eq!(s.due(t0), Due::default());
@@ -128,7 +133,10 @@ mod tests {
             }
         );
         assert_eq!(s.families(), [true, false]);
-        assert_eq!(s.kept(), vec![(0, at + Duration::from_secs(100), true)]);
+        assert_eq!(
+            s.kept(),
+            vec![(Family::Ipv4Unicast, at + Duration::from_secs(100), true)]
+        );
         assert_eq!(s.next(), Some(at + Duration::from_secs(100)));
         assert_eq!(
             s.due(at + Duration::from_secs(100)),
@@ -144,7 +152,7 @@ mod tests {
     fn forgetting_a_family_forgets_its_long_lived_time() {
         let t0 = Instant::now();
         let mut s = Stale::default();
-        s.keep(0, t0, Some(100));
+        s.keep(Family::Ipv4Unicast, t0, Some(100));
         s.forget([true, false]);
         assert_eq!(s.due(t0 + Duration::from_secs(1)), Due::default());
         assert_eq!(s.next(), None);

@@ -737,15 +737,13 @@ impl Shard {
                 WalkOp::LongLivedStale(f) if in_family(&f) => {
                     let ours = |p: &Path| p.peer == peer && p.stale() && !p.gone();
                     let mut n = d.remove_where(tally, nh, family, |p| ours(p) && p.attrs.no_llgr);
-                    let todo: Vec<usize> = (0..d.paths.len())
-                        .filter(|&i| {
-                            d.paths
-                                .get(i)
-                                .is_some_and(|p| ours(p) && !p.attrs.llgr_stale)
-                        })
-                        .collect();
-                    for i in todo {
-                        let Some(p) = d.paths.get(i) else { continue };
+                    // A replaced path is overwritten (now long-lived stale) or marked gone
+                    // with its successor pushed past `len`: neither is met again.
+                    for i in 0..d.paths.len() {
+                        let Some(p) = d.paths.get(i).filter(|p| ours(p) && !p.attrs.llgr_stale)
+                        else {
+                            continue;
+                        };
                         let attrs = walk
                             .long_lived
                             .entry(p.attrs.clone())
