@@ -7,20 +7,24 @@
 //!   (pre-policy Route Monitoring, forwarded whole), End-of-RIB, Down (Peer Down). An item
 //!   comes only once the routes it brought are in the shards' queues
 //!   (`engine::session::deliver`), which is what makes a dump and the live feed agree;
-//! - **the shards' change stream** ([`LocRibSubscriber`]): best-path changes, sent as Loc-RIB
-//!   Route Monitoring (RFC 9069); no copy of the Loc-RIB is kept here;
+//! - **the shards' change stream** ([`ShardFeed`]): best-path changes, sent as Loc-RIB
+//!   Route Monitoring (RFC 9069), and, when a station asks for it, every path's change as
+//!   import policy left it, sent as post-policy Route Monitoring (the L flag); no copy of
+//!   either table is kept here;
 //! - **the stations' connections** and the **dumps' walks**.
 //!
 //! Statistics Reports go on a timer. Nothing here waits for a station.
 
+use crate::adj_rib_out::{Early, SentFeed};
 use crate::dump::{walk, Dump, DumpPart};
 use crate::message::{self, info, initiation, peer_down, peer_up, statistics, PeerHeader, Stat};
 use crate::routes::{end_of_rib, params, Packer};
 use crate::station::{self, Link, Outbox, StationConfig, StationError};
 use bytes::Bytes;
-use ribshard_engine::pipeline::{Passed, Pipeline, Subscriber, Tap};
+use ribshard_adjout::MemberId;
+use ribshard_engine::pipeline::{Passed, Pipeline, SentTap, Subscriber, Tap};
 use ribshard_engine::{DownReason, Inbound, Negotiated, Opened, SessionStatus};
-use ribshard_rib::{Change, RouteAttrs, Shard};
+use ribshard_rib::{AdjRibInChange, Change, RouteAttrs, Shard};
 use ribshard_wire::{Capability, Family, Open, Prefix};
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr};
@@ -81,10 +85,14 @@ impl std::fmt::Display for StationState {
     }
 }
 
-enum Input {
+pub(crate) enum Input {
     Session(Vec<Inbound>),
     /// Best-path changes, and what they add to the Loc-RIB's count per family.
     LocRib(Vec<(Prefix, Option<Arc<RouteAttrs>>)>, [i64; 2]),
+    /// Paths as import policy left them, in the order they changed.
+    PostPolicy(Vec<AdjRibInChange>),
+    /// UPDATEs queued for a member's connection.
+    Sent(MemberId, Bytes),
     Barrier(Passed),
     Pipeline(Arc<Pipeline>),
     Stop(std::sync::mpsc::Sender<()>),
@@ -94,14 +102,21 @@ enum Input {
 pub struct Monitor {
     tx: mpsc::Sender<Input>,
     thread: Mutex<Option<std::thread::JoinHandle<()>>>,
-    loc_rib: bool,
+    /// What the stations want of the shards' stream: (Loc-RIB, post-policy Adj-RIB-In).
+    from_shards: (bool, bool),
+    /// Whether a station wants the Adj-RIB-Out.
+    adj_rib_out: bool,
     status: Arc<Mutex<Vec<StationStatus>>>,
 }
 
 impl Monitor {
     pub fn start(config: BmpConfig) -> std::io::Result<Arc<Monitor>> {
         let (tx, rx) = mpsc::channel(INPUT_QUEUE);
-        let loc_rib = config.stations.iter().any(|s| s.ribs.loc_rib);
+        let from_shards = (
+            config.stations.iter().any(|s| s.ribs.loc_rib),
+            config.stations.iter().any(|s| s.ribs.post_policy),
+        );
+        let adj_rib_out = config.stations.iter().any(|s| s.ribs.adj_rib_out);
         let status = Arc::new(Mutex::new(
             config
                 .stations
@@ -143,17 +158,31 @@ impl Monitor {
         Ok(Arc::new(Monitor {
             tx,
             thread: Mutex::new(Some(thread)),
-            loc_rib,
+            from_shards,
+            adj_rib_out,
             status,
         }))
     }
 
-    /// The Loc-RIB feed, to register with the pipeline; `None` when no station wants it.
+    /// The Loc-RIB and post-policy feeds, to register with the pipeline; `None` when no
+    /// station wants either.
     pub fn subscriber(&self) -> Option<Arc<dyn Subscriber>> {
-        self.loc_rib.then(|| {
-            Arc::new(LocRibSubscriber {
+        let (loc_rib, post_policy) = self.from_shards;
+        (loc_rib || post_policy).then(|| {
+            Arc::new(ShardFeed {
                 tx: self.tx.clone(),
+                loc_rib,
+                post_policy,
             }) as Arc<dyn Subscriber>
+        })
+    }
+
+    /// The Adj-RIB-Out feed, to give the pipeline; `None` when no station wants it.
+    pub fn sent_tap(&self) -> Option<Arc<dyn SentTap>> {
+        self.adj_rib_out.then(|| {
+            Arc::new(SentFeed {
+                tx: self.tx.clone(),
+            }) as Arc<dyn SentTap>
         })
     }
 
@@ -192,29 +221,47 @@ impl Monitor {
     }
 }
 
-/// The Loc-RIB feed: a part in each shard thread copies each best-path change.
-struct LocRibSubscriber {
+/// The feeds from the shards: a part in each shard thread copies each best-path change
+/// (Loc-RIB) and each path's post-policy change, as the stations want.
+struct ShardFeed {
     tx: mpsc::Sender<Input>,
+    loc_rib: bool,
+    post_policy: bool,
 }
 
-impl Subscriber for LocRibSubscriber {
+impl Subscriber for ShardFeed {
     fn name(&self) -> &'static str {
         "bmp"
     }
 
     fn tap(&self, _shard: usize, _shards: usize) -> Box<dyn Tap> {
-        Box::new(LocRibTap {
+        Box::new(ShardFeedTap {
             tx: self.tx.clone(),
+            loc_rib: self.loc_rib,
+            post_policy: self.post_policy,
         })
     }
 }
 
-struct LocRibTap {
+struct ShardFeedTap {
     tx: mpsc::Sender<Input>,
+    loc_rib: bool,
+    post_policy: bool,
 }
 
-impl Tap for LocRibTap {
+impl Tap for ShardFeedTap {
+    fn wants_post_policy(&self) -> bool {
+        self.post_policy
+    }
+
+    fn post_policy(&mut self, changes: &[AdjRibInChange]) {
+        let _ = self.tx.blocking_send(Input::PostPolicy(changes.to_vec()));
+    }
+
     fn decided(&mut self, _table: &Shard, changes: &[Change]) {
+        if !self.loc_rib {
+            return;
+        }
         let mut delta = [0i64; 2];
         let batch: Vec<_> = changes
             .iter()
@@ -247,7 +294,10 @@ pub(crate) struct Peer {
     up: Bytes,
     pub(crate) families: Vec<Family>,
     pub(crate) add_path: [bool; 2],
-    status: watch::Receiver<SessionStatus>,
+    pub(crate) four_octet_as: bool,
+    /// Which of the neighbor's sessions (its membership's epoch).
+    pub(crate) epoch: u32,
+    pub(crate) status: watch::Receiver<SessionStatus>,
 }
 
 pub(crate) struct Station {
@@ -267,9 +317,25 @@ pub(crate) enum LinkState {
 
 /// Which feed a message belongs to: a station gets the feeds it asked for.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Feed {
-    AdjRibIn,
+pub(crate) enum Feed {
+    /// Peer Up and Down: for a station monitoring a neighbor's table.
+    Peers,
+    PrePolicy,
+    PostPolicy,
     LocRib,
+    AdjRibOut,
+}
+
+impl Feed {
+    fn wanted_by(self, ribs: station::Ribs) -> bool {
+        match self {
+            Feed::Peers => ribs.pre_policy || ribs.post_policy || ribs.adj_rib_out,
+            Feed::PrePolicy => ribs.pre_policy,
+            Feed::PostPolicy => ribs.post_policy,
+            Feed::LocRib => ribs.loc_rib,
+            Feed::AdjRibOut => ribs.adj_rib_out,
+        }
+    }
 }
 
 pub(crate) struct State {
@@ -283,6 +349,7 @@ pub(crate) struct State {
     pipeline: Option<Arc<Pipeline>>,
     dumps: mpsc::Sender<(usize, u64, DumpPart)>,
     shown: Arc<Mutex<Vec<StationStatus>>>,
+    pub(crate) early: Early,
 }
 
 async fn run(
@@ -323,6 +390,7 @@ async fn run(
         pipeline: None,
         dumps,
         shown,
+        early: Early::default(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -357,6 +425,8 @@ impl State {
                 }
             }
             Input::LocRib(changes, delta) => self.loc_rib_changes(changes, delta),
+            Input::PostPolicy(changes) => self.post_policy_changes(changes),
+            Input::Sent(member, updates) => self.sent(member, updates),
             Input::Barrier(done) => done.pass(),
             Input::Pipeline(p) => self.pipeline = Some(p),
             Input::Stop(done) => {
@@ -373,9 +443,10 @@ impl State {
                 opened,
             } => {
                 let p = new_peer(&negotiated, *opened);
-                let up = p.up.clone();
+                let (up, epoch) = (p.up.clone(), p.epoch);
                 self.peers.insert(peer, p);
-                self.send(Feed::AdjRibIn, vec![up]);
+                self.send(Feed::Peers, vec![up]);
+                self.sent_before_up(peer, epoch);
             }
             Inbound::Update {
                 peer,
@@ -391,19 +462,20 @@ impl State {
                 }
                 // The UPDATE as received, not copied: the header goes before it.
                 let before = message::route_monitoring_header(&header, message.len());
-                self.send(Feed::AdjRibIn, vec![before, message]);
+                self.send(Feed::PrePolicy, vec![before, message]);
             }
             Inbound::EndOfRib { peer, family } => {
                 let Some(p) = self.peers.get(&peer) else {
                     return;
                 };
                 let eor = end_of_rib(&p.header.now(), family);
-                self.send(Feed::AdjRibIn, vec![eor]);
+                self.send(Feed::PrePolicy, vec![eor]);
             }
             Inbound::Down { peer, reason, .. } => {
                 let Some(p) = self.peers.remove(&peer) else {
                     return;
                 };
+                self.sent_session_down(peer, p.epoch);
                 let header = p.header.now();
                 let msg = match reason {
                     DownReason::LocalNotification(n) => {
@@ -420,20 +492,27 @@ impl State {
                         peer_down(&header, message::down::REMOTE_NO_NOTIFICATION, &[])
                     }
                 };
-                self.send(Feed::AdjRibIn, vec![msg]);
+                self.send(Feed::Peers, vec![msg]);
             }
             Inbound::RouteRefresh { .. } => {}
         }
     }
 
+    /// Whether a station that takes `feed` is connected (a station that connects later gets
+    /// the table in its dump).
+    pub(crate) fn connected(&self, feed: Feed) -> bool {
+        self.stations
+            .iter()
+            .any(|s| feed.wanted_by(s.config.ribs) && !matches!(s.link, LinkState::Down))
+    }
+
     /// Sends a feed's messages to every station that takes it: now, or after its dump.
-    fn send(&mut self, feed: Feed, msgs: Vec<Bytes>) {
+    pub(crate) fn send(&mut self, feed: Feed, msgs: Vec<Bytes>) {
+        if msgs.is_empty() {
+            return;
+        }
         for s in &mut self.stations {
-            let wanted = match feed {
-                Feed::AdjRibIn => s.config.ribs.pre_policy,
-                Feed::LocRib => s.config.ribs.loc_rib,
-            };
-            if !wanted {
+            if !feed.wanted_by(s.config.ribs) {
                 continue;
             }
             match &mut s.link {
@@ -461,11 +540,7 @@ impl State {
     ) {
         self.loc_rib_counts[0] += delta[0];
         self.loc_rib_counts[1] += delta[1];
-        let wanted = self
-            .stations
-            .iter()
-            .any(|s| s.config.ribs.loc_rib && !matches!(s.link, LinkState::Down));
-        if !wanted {
+        if !self.connected(Feed::LocRib) {
             return;
         }
         let mut packer = Packer::default();
@@ -485,6 +560,54 @@ impl State {
         self.send(Feed::LocRib, msgs);
     }
 
+    /// Post-policy Route Monitoring (RFC 7854 section 4.2, the L flag): each path's last
+    /// state in the batch, per neighbor. A path of a neighbor that is down now is left out:
+    /// its Peer Down told the stations it is gone, and a later session's Peer Up comes with
+    /// no routes (its paths' changes come after those of the one before).
+    fn post_policy_changes(&mut self, changes: Vec<AdjRibInChange>) {
+        if !self.connected(Feed::PostPolicy) {
+            return;
+        }
+        // A path changed twice in a batch is sent as it ended up: the first change is kept
+        // out of the UPDATEs, whose withdrawals and announcements are not ordered.
+        let mut seen = hashbrown::HashSet::with_capacity(changes.len());
+        let last: Vec<bool> = changes
+            .iter()
+            .rev()
+            .map(|c| seen.insert((c.peer, c.prefix, c.path_id)))
+            .collect();
+        let mut packers: BTreeMap<usize, Packer> = BTreeMap::new();
+        for (c, last) in changes.iter().zip(last.into_iter().rev()) {
+            let peer = c.peer as usize;
+            let Some(p) = self.peers.get(&peer).filter(|_| last) else {
+                continue;
+            };
+            let id = p.add_path[c.prefix.family().index()].then_some(c.path_id);
+            let packer = packers.entry(peer).or_default();
+            match &c.attrs {
+                Some(attrs) => packer.announce(c.prefix, id, attrs),
+                None => packer.withdraw(c.prefix, id),
+            }
+        }
+        let mut msgs = Vec::new();
+        let mut failed = 0;
+        for (peer, mut packer) in packers {
+            if let Some(p) = self.peers.get(&peer) {
+                let header = p.header.with_flags(message::peer_flags::L).now();
+                let (m, f) = packer.finish(&header, params(p.add_path));
+                msgs.extend(m);
+                failed += f;
+            }
+        }
+        if failed > 0 {
+            warn!(
+                sets = failed,
+                "BMP: post-policy routes with attributes too large for any UPDATE left out"
+            );
+        }
+        self.send(Feed::PostPolicy, msgs);
+    }
+
     fn link(&mut self, id: usize, link: Link) {
         let Some(s) = self.stations.get_mut(id) else {
             return;
@@ -494,7 +617,7 @@ impl State {
                 s.generation += 1;
                 let ribs = s.config.ribs;
                 let mut msgs = vec![initiation(&self.config.sys_name, &self.config.sys_descr)];
-                if ribs.pre_policy {
+                if ribs.pre_policy || ribs.post_policy || ribs.adj_rib_out {
                     msgs.extend(self.peers.values().map(|p| p.up.clone()));
                 }
                 if ribs.loc_rib {
@@ -506,9 +629,8 @@ impl State {
                 walk(
                     &self.pipeline,
                     &self.dumps,
-                    id,
-                    s.generation,
-                    ribs.pre_policy,
+                    (id, s.generation),
+                    (ribs, dump.groups()),
                     pace,
                 );
                 s.link = LinkState::Dumping(Box::new(dump));
@@ -632,6 +754,8 @@ fn new_peer(n: &Negotiated, o: Opened) -> Peer {
         up,
         families: n.families.clone(),
         add_path: n.add_path_receive,
+        four_octet_as: n.four_octet_as,
+        epoch: o.epoch,
         status: o.status,
     }
 }

@@ -5,7 +5,7 @@
 
 use crate::message::{push_route_monitoring, route_monitoring, PeerHeader, PEER_HEADER_LEN};
 use bytes::Bytes;
-use ribshard_rib::RouteAttrs;
+use ribshard_rib::{Exported, RouteAttrs};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::AttrValue;
 use ribshard_wire::message::HEADER_LEN;
@@ -90,12 +90,7 @@ impl Packer {
             }
         }
         self.nlri.clear();
-        let msgs = if out.is_empty() {
-            Vec::new()
-        } else {
-            vec![Bytes::from(out)]
-        };
-        (msgs, failed)
+        (one_buffer(out), failed)
     }
 }
 
@@ -156,6 +151,63 @@ pub fn announce(
 /// The End-of-RIB of a family (RFC 4724 section 2), for a peer header.
 pub fn end_of_rib(header: &PeerHeader, family: Family) -> Bytes {
     route_monitoring(header, &UpdateBuilder::end_of_rib(family))
+}
+
+/// Routes as an update group advertises them ([`ribshard_rib::Exported`]: attributes
+/// already encoded for the group's sessions), for one member's Adj-RIB-Out; runs of one set
+/// go in one UPDATE, as in [`Packer`].
+#[derive(Default)]
+pub struct AdvertisedPacker {
+    nlri: Vec<Nlri>,
+    runs: Vec<(Arc<Exported>, usize)>,
+}
+
+impl AdvertisedPacker {
+    pub fn announce(&mut self, prefix: Prefix, path_id: Option<u32>, e: &Arc<Exported>) {
+        if !self.runs.last().is_some_and(|(a, _)| Arc::ptr_eq(a, e)) {
+            self.runs.push((e.clone(), self.nlri.len()));
+        }
+        self.nlri.push(Nlri { path_id, prefix });
+    }
+
+    /// The Route Monitoring messages, encoded with the group's `params`; sets that do not
+    /// fit a message are counted and left out (the group withdrew those prefixes).
+    pub fn finish(&mut self, header: &PeerHeader, params: SessionParams) -> (Vec<Bytes>, usize) {
+        let mut out = Vec::with_capacity(self.nlri.len() * 8 + 256);
+        let mut updates = Vec::new();
+        let peer = header.octets();
+        let b = UpdateBuilder::new(params);
+        let mut failed = 0;
+        let runs = std::mem::take(&mut self.runs);
+        for (k, (e, start)) in runs.iter().enumerate() {
+            let end = runs.get(k + 1).map_or(self.nlri.len(), |r| r.1);
+            let nlri = self.nlri.get(*start..end).unwrap_or_default();
+            updates.clear();
+            match b.announce(&e.attrs, e.family, &e.mp_next_hop, nlri, &mut updates) {
+                Ok(_) => wrap(&mut out, &peer, &updates),
+                Err(_) => failed += 1,
+            }
+        }
+        self.nlri.clear();
+        (one_buffer(out), failed)
+    }
+}
+
+/// The messages of a buffer, as the outbox takes them (none if it is empty).
+fn one_buffer(out: Vec<u8>) -> Vec<Bytes> {
+    if out.is_empty() {
+        Vec::new()
+    } else {
+        vec![Bytes::from(out)]
+    }
+}
+
+/// Each UPDATE of a back-to-back buffer (as a member's connection was sent them) in a Route
+/// Monitoring message, in one buffer.
+pub fn wrap_updates(header: &PeerHeader, updates: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(updates.len() + updates.len() / 8 + PEER_HEADER_LEN);
+    wrap(&mut out, &header.octets(), updates);
+    Bytes::from(out)
 }
 
 /// Wraps each UPDATE of a back-to-back buffer in a Route Monitoring message (RFC 7854

@@ -23,8 +23,12 @@ const WRITE_BATCH: usize = 256 * 1024;
 pub struct Ribs {
     /// Adj-RIB-In before import policy: every UPDATE as received.
     pub pre_policy: bool,
+    /// Adj-RIB-In after import policy: each path as policy left it (the L flag).
+    pub post_policy: bool,
     /// The Loc-RIB: every best-path change.
     pub loc_rib: bool,
+    /// Adj-RIB-Out after export policy (RFC 8671): every UPDATE each neighbor is sent.
+    pub adj_rib_out: bool,
 }
 
 /// One `[[bmp.station]]`.

@@ -147,6 +147,7 @@ impl Forwarding {
                 .resolving
                 .then(|| self.published.clone() as Arc<dyn ribshard_rib::Resolver>),
             subscribers: self.fib.iter().map(Fib::subscriber).collect(),
+            sent: None,
         }
     }
 

@@ -110,11 +110,13 @@ pub fn run(config: Config, opts: Options) -> Result<Exit, Box<dyn std::error::Er
         inputs
             .subscribers
             .push(Arc::new(WatchSubscriber(watch.clone())));
-        // BMP's Loc-RIB feed is a subscriber of the shards; its Adj-RIB-In feed the tap.
+        // BMP's Loc-RIB and post-policy feeds are a subscriber of the shards, its
+        // pre-policy feed the sessions' tap, its Adj-RIB-Out the members' sinks.
         let bmp = start_bmp(&config)?;
         if let Some(s) = bmp.as_ref().and_then(|b| b.subscriber()) {
             inputs.subscribers.push(s);
         }
+        inputs.sent = bmp.as_ref().and_then(|b| b.sent_tap());
         let pipeline = Pipeline::start_with(pc, inputs);
         pipeline.memory().set_limit(config.memory_limit);
         forwarding.attach(pipeline.clone());

@@ -1,9 +1,11 @@
-//! BMP (RFC 7854, RFC 9069) to a real collector: pmacct's `pmbmpd` decodes every message
-//! ribshard sends and logs it as JSON. Two BIRD 2 upstreams feed ribshard; the collector
-//! sees Initiation, Peer Up, each UPDATE as received (pre-policy), the Loc-RIB, statistics,
-//! Peer Down and Termination; a collector that connects later gets a dump equal to what
-//! `show route` and the neighbors sent; one that stops reading is dropped without slowing
-//! routing, and dumped again when it is back.
+//! BMP (RFC 7854, RFC 8671, RFC 9069) to a real collector: pmacct's `pmbmpd` decodes every
+//! message ribshard sends and logs it as JSON. Two BIRD 2 upstreams feed ribshard; the
+//! collector sees Initiation, Peer Up, each UPDATE as received (pre-policy), the routes as
+//! import policy left them (post-policy), the Loc-RIB, statistics, Peer Down and
+//! Termination; a collector that connects later gets a dump equal to what `show route` and
+//! the neighbors sent; what a BIRD downstream is sent (Adj-RIB-Out) equals what it holds,
+//! live and dumped; a collector that stops reading is dropped without slowing routing, and
+//! dumped again when it is back.
 
 mod common;
 
@@ -72,16 +74,41 @@ fn kind(m: &serde_json::Value) -> &str {
 /// pre-policy Adj-RIB-In: prefix -> (AS path, next hop), announcements and withdrawals
 /// applied in order.
 fn table(msgs: &[serde_json::Value], peer: Option<&str>) -> BTreeMap<String, (String, String)> {
-    let mut t = BTreeMap::new();
-    for m in msgs.iter().filter(|m| kind(m) == "route_monitor") {
+    rib(msgs, peer, false)
+}
+
+/// One neighbor's post-policy Adj-RIB-In (the L flag), as [`table`] reads the others.
+fn post_policy(msgs: &[serde_json::Value], peer: &str) -> BTreeMap<String, (String, String)> {
+    rib(msgs, Some(peer), true)
+}
+
+fn rib(
+    msgs: &[serde_json::Value],
+    peer: Option<&str>,
+    post: bool,
+) -> BTreeMap<String, (String, String)> {
+    routes_where(msgs, |m| {
         let loc = m["is_loc"] == 1;
-        let wanted = match peer {
+        match peer {
             None => loc,
-            Some(p) => !loc && m["is_post"] == 0 && m["peer_ip"] == p,
-        };
-        if !wanted {
-            continue;
+            Some(p) => {
+                !loc && m["is_out"] != 1 && m["is_post"] == u8::from(post) && m["peer_ip"] == p
+            }
         }
+    })
+}
+
+/// The routes of the Route Monitoring messages `wanted` picks: prefix -> (AS path, next
+/// hop), announcements and withdrawals applied in order.
+fn routes_where(
+    msgs: &[serde_json::Value],
+    wanted: impl Fn(&serde_json::Value) -> bool,
+) -> BTreeMap<String, (String, String)> {
+    let mut t = BTreeMap::new();
+    for m in msgs
+        .iter()
+        .filter(|m| kind(m) == "route_monitor" && wanted(m))
+    {
         let prefix = m["ip_prefix"].as_str().unwrap_or_default().to_string();
         if m["log_type"] == "withdraw" {
             t.remove(&prefix);
@@ -173,6 +200,10 @@ name = "66"
 from = {{ route-filter = ["10.66.0.0/16 orlonger"] }}
 then = {{ action = "reject" }}
 [[policy-options.policy-statement.no-66.term]]
+name = "next-hop"
+from = {{ route-filter = ["10.51.0.0/24 exact"] }}
+then = {{ next-hop = "198.51.100.99", action = "accept" }}
+[[policy-options.policy-statement.no-66.term]]
 name = "rest"
 then = {{ action = "accept" }}
 [bmp]
@@ -181,7 +212,7 @@ sys-name = "rs-under-test"
 name = "pmacct"
 address = "127.0.0.1"
 port = {station}
-route-monitoring = ["pre-policy", "loc-rib"]
+route-monitoring = ["pre-policy", "post-policy", "loc-rib"]
 statistics-timeout = 1
 retry = 1
 retry-max = 2
@@ -237,10 +268,22 @@ retry-max = 2
             m,
         )
     };
+    // What import policy made of it: B's route rejected, A's next hop set.
+    let post = |c: &Pmbmpd| {
+        let m = c.messages();
+        (post_policy(&m, "127.0.0.51"), post_policy(&m, "127.0.0.52"))
+    };
+    let post_complete = |c: &Pmbmpd| {
+        let (a, b) = post(c);
+        a.len() == routes_a.len() && b.len() == routes_b.len() - 1
+    };
     assert!(
         wait(30, || {
             let (a, b, l, _) = live(&collector);
-            a.len() == routes_a.len() && b.len() == routes_b.len() && l == want
+            a.len() == routes_a.len()
+                && b.len() == routes_b.len()
+                && l == want
+                && post_complete(&collector)
         }),
         "collector: {:?}\nshow route: {want:?}\n{}",
         live(&collector).2,
@@ -253,6 +296,24 @@ retry-max = 2
     assert_eq!(
         bt.get("10.66.0.0/24"),
         Some(&("65052 65052".to_string(), "198.51.100.52".to_string()))
+    );
+    let (post_a, post_b) = post(&collector);
+    let mut want_b = bt.clone();
+    want_b.remove("10.66.0.0/24");
+    assert_eq!(
+        post_b, want_b,
+        "post-policy: B's accepted routes as received"
+    );
+    let mut want_a = a.clone();
+    want_a.insert(
+        "10.51.0.0/24".into(),
+        ("65051".into(), "198.51.100.99".into()),
+    );
+    assert_eq!(post_a, want_a, "post-policy: A's routes, one next hop set");
+    assert_eq!(
+        a.get("10.51.0.0/24").map(|r| r.1.as_str()),
+        Some("198.51.100.51"),
+        "pre-policy: as received"
     );
     let init = msgs.iter().find(|m| kind(m) == "init").expect("Initiation");
     assert_eq!(init["bmp_init_info_sysname"], "rs-under-test");
@@ -299,7 +360,10 @@ retry-max = 2
     assert!(
         wait(30, || {
             let (a, b, l, _) = live(&later);
-            a.len() == routes_a.len() && b.len() == routes_b.len() && l == want
+            a.len() == routes_a.len()
+                && b.len() == routes_b.len()
+                && l == want
+                && post_complete(&later)
         }),
         "dump: {:?} {:?} {:?}\n{}",
         live(&later).0,
@@ -312,6 +376,11 @@ retry-max = 2
         dumped_b, bt,
         "the dump of B's routes differs from the live feed"
     );
+    assert_eq!(
+        post(&later),
+        (want_a, want_b),
+        "the post-policy dump differs from the live feed"
+    );
     // `show bmp`: the station is up, sent both RIBs, and has been written to.
     let (out, ok) = operator::cli(&sock, &["--json", "show", "bmp"]);
     assert!(ok, "{out}");
@@ -319,7 +388,10 @@ retry-max = 2
     assert_eq!(st.len(), 1, "{out}");
     assert_eq!(st[0]["name"], "pmacct");
     assert_eq!(st[0]["state"], "Up", "{out}");
-    assert_eq!(st[0]["ribs"], serde_json::json!(["pre-policy", "loc-rib"]));
+    assert_eq!(
+        st[0]["ribs"],
+        serde_json::json!(["pre-policy", "post-policy", "loc-rib"])
+    );
     // Two connections: the first collector's and this one's.
     assert_eq!(st[0]["connections"], 2, "{out}");
     assert!(st[0]["written"].as_u64().unwrap_or(0) > 1_000, "{out}");
@@ -463,4 +535,171 @@ retry-max = 1
         log_of(&dir)
     );
     assert_eq!(table(&collector.messages(), None), want);
+}
+
+/// The Adj-RIB-Out as the collector holds it for one neighbor (the O flag, post-policy):
+/// prefix -> (AS path, next hop).
+fn adj_rib_out(msgs: &[serde_json::Value], peer: &str) -> BTreeMap<String, (String, String)> {
+    routes_where(msgs, |m| {
+        m["is_out"] == 1 && m["is_post"] == 1 && m["peer_ip"] == peer
+    })
+}
+
+/// The prefixes a BIRD holds from its session with ribshard (`ribsh`).
+fn bird_prefixes(b: &Bird) -> BTreeSet<String> {
+    b.cmd("show route protocol ribsh")
+        .lines()
+        .filter(|l| l.starts_with(|c: char| c.is_ascii_digit()))
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn a_collector_sees_what_each_neighbor_is_sent() {
+    if !have_bird() || !have_pmbmpd() {
+        return;
+    }
+    let dir = tempdir("bmp-out");
+    let port_r = free_port("127.0.0.50");
+    let (port_a, port_c) = (free_port("127.0.0.51"), free_port("127.0.0.53"));
+    let station = free_port("127.0.0.1");
+    let collector = Pmbmpd::start(&dir, "first", station);
+    // A sends routes and is sent none (export reject); C is sent A's routes but one, which
+    // its export policy keeps back.
+    let config = format!(
+        r#"[bgp]
+local-as = 65050
+router-id = "127.0.0.50"
+listen = ["127.0.0.50:{port_r}"]
+[bgp.resolution]
+enabled = false
+[[bgp.group]]
+name = "up"
+type = "external"
+import = ["accept"]
+export = ["reject"]
+[[bgp.group.neighbor]]
+address = "127.0.0.51"
+peer-as = 65051
+port = {port_a}
+local-address = "127.0.0.50"
+multihop = true
+passive = true
+[[bgp.group]]
+name = "down"
+type = "external"
+import = ["reject"]
+export = ["not-9"]
+[[bgp.group.neighbor]]
+address = "127.0.0.53"
+peer-as = 65053
+port = {port_c}
+local-address = "127.0.0.50"
+multihop = true
+passive = true
+[[policy-options.policy-statement.not-9.term]]
+name = "9"
+from = {{ route-filter = ["10.51.9.0/24 exact"] }}
+then = {{ action = "reject" }}
+[[policy-options.policy-statement.not-9.term]]
+name = "rest"
+then = {{ action = "accept" }}
+[[bmp.station]]
+name = "pmacct"
+address = "127.0.0.1"
+port = {station}
+route-monitoring = ["adj-rib-out"]
+statistics-timeout = 0
+retry = 1
+retry-max = 2
+"#
+    );
+    let (_rs, _) = ribshard(&dir, &config);
+    let sock = socket(&dir);
+    let sub = |name: &str| {
+        let d = dir.join(name);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    };
+    let (sa, routes_a) = statics(51, &[]);
+    let a = Bird::start(
+        &sub("a"),
+        &bird("127.0.0.51", 65051, port_a, port_r, &sa, ""),
+    );
+    let c = Bird::start(
+        &sub("c"),
+        &format!(
+            r#"router id 127.0.0.53;
+log "DIR/bird.log" all;
+protocol device {{}}
+protocol bgp ribsh {{
+  local 127.0.0.53 port {port_c} as 65053;
+  neighbor 127.0.0.50 port {port_r} as 65050;
+  multihop; strict bind on; hold time 30; connect retry time 2;
+  ipv4 {{ import all; export none; }};
+}}
+"#
+        ),
+    );
+    let mut want: BTreeSet<String> = routes_a.clone();
+    want.remove("10.51.9.0/24");
+    assert!(
+        wait(30, || bird_prefixes(&c) == want),
+        "C holds {:?}\n{}",
+        bird_prefixes(&c),
+        log_of(&dir)
+    );
+    // What the collector was told C is sent: what C holds, with our AS in front and our
+    // address as next hop; A is sent nothing.
+    let sent = |p: &Pmbmpd, peer: &str| adj_rib_out(&p.messages(), peer);
+    let as_sent = |t: &BTreeMap<String, (String, String)>| {
+        t.keys().cloned().collect::<BTreeSet<_>>() == want
+            && t.values()
+                .all(|(path, nh)| path == "65050 65051" && nh == "127.0.0.50")
+    };
+    assert!(
+        wait(30, || as_sent(&sent(&collector, "127.0.0.53"))),
+        "collector: {:?}\n{}",
+        sent(&collector, "127.0.0.53"),
+        log_of(&dir)
+    );
+    assert!(sent(&collector, "127.0.0.51").is_empty());
+    let msgs = collector.messages();
+    assert!(
+        msgs.iter()
+            .any(|m| kind(m) == "peer_up" && m["peer_ip"] == "127.0.0.53"),
+        "no Peer Up for C"
+    );
+    // Only the Adj-RIB-Out: no Adj-RIB-In and no Loc-RIB monitoring.
+    assert!(
+        msgs.iter()
+            .filter(|m| kind(m) == "route_monitor")
+            .all(|m| m["is_out"] == 1),
+        "a route that is not the Adj-RIB-Out"
+    );
+
+    // A later collector: a dump equal to what C holds.
+    drop(collector);
+    let later = Pmbmpd::start(&dir, "later", station);
+    assert!(
+        wait(30, || as_sent(&sent(&later, "127.0.0.53"))),
+        "dump: {:?}\n{}",
+        sent(&later, "127.0.0.53"),
+        log_of(&dir)
+    );
+    let (out, ok) = operator::cli(&sock, &["--json", "show", "bmp"]);
+    assert!(ok, "{out}");
+    let st: Vec<serde_json::Value> = serde_json::from_str(&out).unwrap();
+    assert_eq!(st[0]["ribs"], serde_json::json!(["adj-rib-out"]), "{out}");
+
+    // A goes: C is sent the withdrawals, and the collector sees them.
+    a.cmd("disable ribsh");
+    assert!(
+        wait(30, || bird_prefixes(&c).is_empty()
+            && sent(&later, "127.0.0.53").is_empty()),
+        "C: {:?}, collector: {:?}\n{}",
+        bird_prefixes(&c),
+        sent(&later, "127.0.0.53"),
+        log_of(&dir)
+    );
 }

@@ -235,6 +235,11 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
     check_counts(&p, &members, &tables, &rib);
     // A subscriber of the change stream holds the Loc-RIB too, re-shards included.
     assert_eq!(recorder.table(), rib, "the change stream's subscriber");
+    assert_eq!(
+        *recorder.post_policy.lock().unwrap(),
+        post_policy(&p),
+        "the post-policy changes"
+    );
     assert!(recorder.barriers.load(Ordering::Relaxed) >= p.shards());
     p.stop();
     tables.extend(

@@ -27,7 +27,8 @@ pub use export::{
 pub use import::Import;
 pub use next_hop::{next_hop_addr, Resolution, Resolver};
 pub use shard::{
-    shard_of, AddPathChange, AddPathKeep, AddPathSelect, Change, DumpKey, DumpOrder, DumpPlace,
-    DumpSet, FamilyCounts, GroupDiff, Ineligible, Offered, Path, PathFilter, PathState, PathView,
-    PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp, Within,
+    shard_of, AddPathChange, AddPathKeep, AddPathSelect, AdjRibInChange, Change, DumpKey,
+    DumpOrder, DumpPlace, DumpSet, FamilyCounts, GroupDiff, Ineligible, Offered, Path, PathFilter,
+    PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp,
+    Within,
 };

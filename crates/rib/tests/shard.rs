@@ -170,10 +170,14 @@ proptest! {
         for (i, pi) in peers.iter().enumerate() {
             s.set_peer(i as u32, *pi);
         }
+        s.record_post_policy(true);
         let mut model: BTreeMap<u32, Model> = BTreeMap::new();
         let mut loc_rib: BTreeMap<Prefix, (u32, u32)> = BTreeMap::new();
+        // The post-policy Adj-RIB-In as a monitoring station rebuilds it from the changes.
+        let mut post_policy = PostPolicy::new();
         let mut arrival = 0u32;
-        let apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>| {
+        let apply = |s: &mut Shard, loc_rib: &mut BTreeMap<Prefix, (u32, u32)>, pp: &mut PostPolicy| {
+            take_post_policy(s, pp);
             for c in s.drain_changes() {
                 match c.best {
                     Some(b) => { loc_rib.insert(c.prefix, (b.peer, b.path_id)); }
@@ -218,9 +222,10 @@ proptest! {
                     for e in model.values_mut() { e.retain(|(pe, _), _| *pe != peer); }
                     walks.push(s.peer_down(peer));
                 }
-                Op::Drain => apply(&mut s, &mut loc_rib),
+                Op::Drain => apply(&mut s, &mut loc_rib, &mut post_policy),
                 Op::Quiet => {
                     s.decide_unreported();
+                    take_post_policy(&mut s, &mut post_policy);
                     // What was decided unreported is the Loc-RIB later changes start from.
                     for prefix in 0..6u32 {
                         match s.reported(&p(prefix)) {
@@ -234,7 +239,8 @@ proptest! {
         for mut w in walks {
             while !s.peer_down_step(&mut w, 2) {}
         }
-        apply(&mut s, &mut loc_rib);
+        apply(&mut s, &mut loc_rib, &mut post_policy);
+        let mut want_post_policy = PostPolicy::new();
         for prefix in 0..6u32 {
             let paths: Vec<((u32, u32), (usize, u32))> = model.get(&prefix).map(|m| m.iter().map(|(k, v)| (*k, *v)).collect()).unwrap_or_default();
             let cands: Vec<Candidate> = paths.iter().map(|((pe, _), (a, arr))| {
@@ -282,6 +288,9 @@ proptest! {
             };
             prop_assert_eq!(standing(&brief), standing(&v));
             for pv in &v.paths {
+                if pv.path.accepted() {
+                    want_post_policy.insert((p(prefix), pv.path.peer, pv.path.path_id), pv.path.attrs.clone());
+                }
                 let c = &mut want[pv.path.peer as usize][0];
                 c.received += 1;
                 c.accepted += u32::from(pv.path.accepted());
@@ -296,7 +305,69 @@ proptest! {
         got.resize(4, [PeerCounts::default(); 2]);
         prop_assert_eq!(got, want);
         prop_assert_eq!(s.family_counts(ribshard_wire::Family::Ipv4Unicast), family);
+        // The post-policy changes, replayed in order, leave the accepted paths as they are.
+        prop_assert_eq!(post_policy, want_post_policy);
     }
+}
+
+/// The post-policy Adj-RIB-In a monitoring station keeps: (prefix, peer, path id) -> set.
+type PostPolicy = BTreeMap<(Prefix, u32, u32), Arc<RouteAttrs>>;
+
+fn take_post_policy(s: &mut Shard, pp: &mut PostPolicy) {
+    for c in s.drain_post_policy() {
+        match c.attrs {
+            Some(a) => {
+                pp.insert((c.prefix, c.peer, c.path_id), a);
+            }
+            None => {
+                pp.remove(&(c.prefix, c.peer, c.path_id));
+            }
+        }
+    }
+}
+
+/// Import policy decides what the post-policy Adj-RIB-In holds: a rejected path leaves it,
+/// a re-import under a policy that accepts brings it back, with the policy's attributes.
+#[test]
+fn post_policy_changes_follow_import_policy() {
+    let mut s = Shard::new(Options::default());
+    s.set_peer(0, peer(0, true));
+    s.record_post_policy(true);
+    let reject = Arc::new(ribshard_rib::Import {
+        chain: Arc::new(ribshard_policy::Chain::reject_all()),
+        ..ribshard_rib::Import::accept_all(ribshard_rib::source_of(&peer(0, true)))
+    });
+    let a = attrs(&[65001], None, None);
+    s.announce(0, &a, [Nlri::new(p(1))]);
+    let c = s.drain_post_policy();
+    assert_eq!(c.len(), 1);
+    assert!(c[0].attrs.as_ref().is_some_and(|x| Arc::ptr_eq(x, &a)));
+    s.set_import(0, reject);
+    let mut w = s.walk(0, ribshard_rib::WalkOp::Reimport);
+    while !s.walk_step(&mut w, 10) {}
+    let c = s.drain_post_policy();
+    assert_eq!(
+        (c.len(), c[0].prefix, c[0].attrs.is_none()),
+        (1, p(1), true)
+    );
+    s.set_import(
+        0,
+        Arc::new(ribshard_rib::Import::accept_all(ribshard_rib::source_of(
+            &peer(0, true),
+        ))),
+    );
+    let mut w = s.walk(0, ribshard_rib::WalkOp::Reimport);
+    while !s.walk_step(&mut w, 10) {}
+    let c = s.drain_post_policy();
+    assert_eq!(c.len(), 1);
+    assert!(c[0].attrs.is_some());
+    // A peer going down takes its paths out; off, nothing is recorded.
+    let mut w = s.peer_down(0);
+    while !s.peer_down_step(&mut w, 10) {}
+    assert_eq!(s.drain_post_policy().len(), 1);
+    s.record_post_policy(false);
+    s.announce(0, &a, [Nlri::new(p(2))]);
+    assert!(s.drain_post_policy().is_empty());
 }
 
 /// A change names the best path reported before it, even once that path is withdrawn or

@@ -967,7 +967,9 @@ impl Backend for Api {
                 state: s.state.to_string(),
                 ribs: [
                     (s.ribs.pre_policy, "pre-policy"),
+                    (s.ribs.post_policy, "post-policy"),
                     (s.ribs.loc_rib, "loc-rib"),
+                    (s.ribs.adj_rib_out, "adj-rib-out"),
                 ]
                 .into_iter()
                 .filter(|(on, _)| *on)

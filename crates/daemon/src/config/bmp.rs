@@ -40,26 +40,28 @@ pub(super) fn resolve(
                 at("route-monitoring"),
                 ErrorKind::Invalid {
                     value: "[]".into(),
-                    why: "names no RIB: give pre-policy, loc-rib or both",
+                    why: "names no RIB: give pre-policy, post-policy, loc-rib, adj-rib-out or several",
                 },
             ));
         }
         for n in &names {
             match n.as_str() {
                 "pre-policy" => ribs.pre_policy = true,
+                "post-policy" => ribs.post_policy = true,
                 "loc-rib" => ribs.loc_rib = true,
-                "post-policy" | "adj-rib-out" => errs.push((
+                "adj-rib-out" => ribs.adj_rib_out = true,
+                "adj-rib-out-pre-policy" => errs.push((
                     at("route-monitoring"),
                     ErrorKind::Invalid {
                         value: format!("{n:?}"),
-                        why: "is not built yet: ribshard sends pre-policy (the Adj-RIB-In as received) and loc-rib",
+                        why: "is not built yet: adj-rib-out is what each neighbor is sent, after export policy",
                     },
                 )),
                 _ => errs.push((
                     at("route-monitoring"),
                     ErrorKind::Invalid {
                         value: format!("{n:?}"),
-                        why: "is not a RIB BMP monitors: pre-policy or loc-rib",
+                        why: "is not a RIB BMP monitors: pre-policy, post-policy, loc-rib or adj-rib-out",
                     },
                 )),
             }

@@ -667,7 +667,7 @@ fn bmp_stations_and_their_errors() {
     let c = load_str(&format!(
         "{HEAD}{group}[bmp]\nsys-name = \"rs1\"\n[[bmp.station]]\naddress = \"192.0.2.20\"\n\
          port = 11019\n[[bmp.station]]\nname = \"lg\"\naddress = \"2001:db8::20\"\nport = 5000\n\
-         route-monitoring = [\"loc-rib\", \"pre-policy\"]\nstatistics-timeout = 0\n\
+         route-monitoring = [\"loc-rib\", \"pre-policy\", \"post-policy\"]\nstatistics-timeout = 0\n\
          buffer-size = 8\nretry = 2\nretry-max = 30\n"
     ))
     .unwrap();
@@ -676,14 +676,14 @@ fn bmp_stations_and_their_errors() {
         panic!("{:?}", c.bmp)
     };
     assert_eq!(a.name, "192.0.2.20:11019");
-    assert!(a.ribs.pre_policy && !a.ribs.loc_rib);
+    assert!(a.ribs.pre_policy && !a.ribs.loc_rib && !a.ribs.post_policy);
     assert_eq!(
         a.statistics_interval,
         Some(std::time::Duration::from_secs(60))
     );
     assert_eq!(a.buffer, 64 << 20);
     assert_eq!(b.name, "lg");
-    assert!(b.ribs.pre_policy && b.ribs.loc_rib);
+    assert!(b.ribs.pre_policy && b.ribs.loc_rib && b.ribs.post_policy);
     assert_eq!(b.statistics_interval, None);
     assert_eq!(
         (b.buffer, b.retry.as_secs(), b.retry_max.as_secs()),
@@ -692,7 +692,7 @@ fn bmp_stations_and_their_errors() {
     // No port (BMP has no well-known one), a RIB not built, a retry of 0: each at its key.
     let e = errors(&format!(
         "{HEAD}{group}[[bmp.station]]\naddress = \"192.0.2.20\"\n[[bmp.station]]\n\
-         address = \"192.0.2.21\"\nport = 1\nroute-monitoring = [\"adj-rib-out\"]\nretry = 0\n"
+         address = \"192.0.2.21\"\nport = 1\nroute-monitoring = [\"adj-rib-out-pre-policy\"]\nretry = 0\n"
     ));
     let keys: Vec<&str> = e.iter().map(|(_, k, _)| k.as_str()).collect();
     assert_eq!(

@@ -38,6 +38,7 @@ mod lanes;
 mod messages;
 mod query;
 mod registry;
+mod sent;
 mod shard_thread;
 pub mod stream;
 mod update_thread;
@@ -52,6 +53,7 @@ pub use messages::{
     ToShard, ToUpdate, UpdateThreadStats, WITHDRAW,
 };
 pub use query::{QueueReport, QueueState, RouteWalk};
+pub use sent::SentTap;
 pub use stream::{Passed, Subscriber, Tap};
 
 use crate::telemetry::{register, QueueStats, Telemetry, ThreadKind};
@@ -137,6 +139,8 @@ pub struct Inputs {
     pub resolver: Option<Arc<dyn Resolver>>,
     /// The change stream's subscribers besides update-group export ([`stream`]).
     pub subscribers: Vec<Arc<dyn Subscriber>>,
+    /// Told what every member is sent ([`sent`]).
+    pub sent: Option<Arc<dyn SentTap>>,
 }
 
 /// A running pipeline.
@@ -166,6 +170,7 @@ pub struct Pipeline {
     kinds: Arc<ExportKinds>,
     resolver: Option<Arc<dyn Resolver>>,
     subscribers: Vec<Arc<dyn Subscriber>>,
+    sent: Option<Arc<dyn SentTap>>,
     /// `[bgp] memory-limit`: sessions read it before taking new prefixes.
     memory: Arc<crate::memory::MemoryGuard>,
 }
@@ -199,6 +204,7 @@ impl Pipeline {
             update_delay,
             resolver,
             subscribers,
+            sent,
         } = inputs;
         let config = config.normalized();
         let neighbors = update_delay
@@ -265,6 +271,7 @@ impl Pipeline {
             kinds,
             resolver,
             subscribers,
+            sent,
             memory: Arc::default(),
         })
     }
@@ -447,6 +454,14 @@ impl Pipeline {
         let mut out = Vec::new();
         let mut joined = None;
         let membership = member.map(|(spec, id, sink)| {
+            let sink: Box<dyn Sink> = match &self.sent {
+                Some(tap) => Box::new(sent::TappedSink {
+                    inner: sink,
+                    tap: tap.clone(),
+                    member: id,
+                }),
+                None => sink,
+            };
             let (group, spec, t) = self.join_group(spec);
             out.push(l.routed(l.to_update(
                 t,

@@ -29,6 +29,9 @@
 //!   shard decided before ([`Tap::barrier`]); the subscriber passes the [`Passed`] token on
 //!   once it has taken all of that in. A barrier returns when every shard's update threads
 //!   and subscribers have passed it.
+//! - **The post-policy Adj-RIB-In, on request.** A tap that [`Tap::wants_post_policy`] is
+//!   also handed every path's change as import policy left it ([`Tap::post_policy`]), a
+//!   session's paths leaving with it included; the shard records them only then.
 //! - **The deferral's end.** [`Tap::advertising`] is called after the changes the shard
 //!   decided before the start-up deferral ended (at once, with no deferral), once per shard;
 //!   a subscriber that waits for a complete table (the FIB's reconciliation with the kernel
@@ -38,7 +41,7 @@
 //!   reported, so nothing is decided or sent again: a subscriber keys its state by prefix,
 //!   never by shard.
 
-use ribshard_rib::{Change, Shard};
+use ribshard_rib::{AdjRibInChange, Change, Shard};
 use std::sync::mpsc as std_mpsc;
 
 /// A consumer of the shards' best-path changes; registered when the pipeline starts and kept
@@ -62,6 +65,14 @@ pub trait Tap: Send {
     /// The start-up deferral is over in this shard (at once without one); every change
     /// decided before was handed on.
     fn advertising(&mut self) {}
+    /// Whether it monitors the post-policy Adj-RIB-In: the shard records every path's
+    /// changes only while one of its taps does (asked when the tap takes over a table).
+    fn wants_post_policy(&self) -> bool {
+        false
+    }
+    /// The post-policy Adj-RIB-In's changes since the last batch, in the order they
+    /// happened, before the decided changes they led to.
+    fn post_policy(&mut self, _changes: &[AdjRibInChange]) {}
 }
 
 /// A barrier's token: passing it tells the pipeline this subscriber has everything before.

@@ -79,6 +79,9 @@ pub struct Opened {
     pub remote: Option<SocketAddr>,
     /// The session's status from now on (its Adj-RIB-In counts, for statistics).
     pub status: watch::Receiver<SessionStatus>,
+    /// Which of the neighbor's sessions this is, as its update-group membership names it
+    /// (`MemberId::epoch`): what the pipeline's [`crate::pipeline::SentTap`] is told.
+    pub epoch: u32,
 }
 
 /// Why a session left Established, in the terms of BMP's Peer Down (RFC 7854 section 4.9).

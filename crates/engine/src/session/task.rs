@@ -837,6 +837,7 @@ impl Session {
                                 local,
                                 remote,
                                 status: self.status.subscribe(),
+                                epoch: self.epoch,
                             });
                             self.tap(Inbound::Up {
                                 peer: self.index,

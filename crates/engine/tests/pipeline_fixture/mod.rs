@@ -253,6 +253,7 @@ pub fn persisted(cases: u32, name: &str) -> proptest::test_runner::Config {
 }
 
 pub type BestPaths = std::collections::BTreeMap<Prefix, (u32, Vec<u8>)>;
+pub type PostPolicy = std::collections::BTreeMap<(Prefix, u32, u32), Vec<u8>>;
 
 /// A subscriber of the shards' change stream that keeps the best path of every prefix as
 /// the changes tell it, so a test can hold it to the Loc-RIB. Its taps check what the
@@ -261,6 +262,9 @@ pub type BestPaths = std::collections::BTreeMap<Prefix, (u32, Vec<u8>)>;
 pub struct Recorder {
     /// Prefix -> (peer, attribute key) of the best path.
     pub best: Arc<Mutex<BestPaths>>,
+    /// (prefix, peer, path id) -> attribute key of every path import policy accepted, as
+    /// the post-policy changes tell it.
+    pub post_policy: Arc<Mutex<PostPolicy>>,
     /// Changes seen, barriers passed, and how many times a shard said its deferral ended.
     pub changes: Arc<AtomicUsize>,
     pub barriers: Arc<AtomicUsize>,
@@ -310,6 +314,51 @@ impl ribshard_engine::pipeline::Tap for RecorderTap {
     fn advertising(&mut self) {
         self.r.advertising.fetch_add(1, Ordering::Relaxed);
     }
+    fn wants_post_policy(&self) -> bool {
+        true
+    }
+    fn post_policy(&mut self, changes: &[ribshard_rib::AdjRibInChange]) {
+        let mut t = self.r.post_policy.lock().unwrap();
+        for c in changes {
+            assert_eq!(ribshard_rib::shard_of(&c.prefix, self.shards), self.shard);
+            let k = (c.prefix, c.peer, c.path_id);
+            match &c.attrs {
+                Some(a) => t.insert(k, a.key().to_vec()),
+                None => t.remove(&k),
+            };
+        }
+    }
+}
+
+/// Every path import policy accepted, as a walk of the shards shows it.
+pub fn post_policy(p: &Arc<Pipeline>) -> PostPolicy {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        let mut out = PostPolicy::new();
+        for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
+            let mut query = ribshard_engine::pipeline::RouteQuery::whole_table(f);
+            query.filter.hidden = true;
+            let mut walk = p.walk_routes(query, None);
+            while let Some(routes) = walk.next().await {
+                for r in routes {
+                    for v in r
+                        .view
+                        .paths
+                        .iter()
+                        .filter(|v| !v.path.gone() && v.path.accepted())
+                    {
+                        out.insert(
+                            (r.view.prefix, v.path.peer, v.path.path_id),
+                            v.path.attrs.key().to_vec(),
+                        );
+                    }
+                }
+            }
+        }
+        out
+    })
 }
 
 impl Recorder {

@@ -20,11 +20,17 @@ use std::sync::Arc;
 
 mod add_path;
 mod dump_order;
+mod post_policy;
 mod rpki;
 mod view;
+mod walk;
 pub use add_path::{AddPathChange, AddPathKeep, AddPathSelect, GroupDiff, Offered};
 pub use dump_order::{DumpKey, DumpOrder, DumpPlace, DumpSet};
+pub use post_policy::AdjRibInChange;
+use post_policy::PostPolicyLog;
 pub use view::{Ineligible, PathFilter, PathState, PathView, RouteView, Within};
+use walk::Reimport;
+pub use walk::{Walk, WalkOp};
 
 pub type PeerIndex = u32;
 
@@ -169,8 +175,8 @@ impl Dest {
     /// out of `tally`; returns how many.
     fn remove_where(
         &mut self,
-        tally: &mut Tally,
-        next_hops: &mut NextHops,
+        (tally, next_hops, log): Books<'_>,
+        prefix: &Prefix,
         family: usize,
         mut f: impl FnMut(&Path) -> bool,
     ) -> usize {
@@ -183,6 +189,7 @@ impl Dest {
             removed += 1;
             tally.remove_path(p, family);
             next_hops.remove_path(&p.attrs);
+            log.removed(prefix, p);
             if Some(p.arrival) == r {
                 p.set_gone();
                 return true;
@@ -229,6 +236,10 @@ fn family_of(a: &std::net::IpAddr) -> Family {
         Family::Ipv6Unicast
     }
 }
+
+/// What is kept up to date as paths come and go, apart from the table (borrowed with an
+/// entry of it).
+type Books<'a> = (&'a mut Tally, &'a mut NextHops, &'a mut PostPolicyLog);
 
 /// Counts kept as paths come and go, so that reading them never walks the table.
 #[derive(Clone, Debug, Default)]
@@ -281,42 +292,6 @@ impl Tally {
             };
         }
     }
-}
-
-/// What a walk over one peer's paths does (see [`Shard::walk`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WalkOp {
-    /// The session went down: remove its paths.
-    Remove,
-    /// The peer is restarting gracefully: keep the paths of these families as stale.
-    MarkStale([bool; 2]),
-    /// End-of-RIB or the restart time passed: remove what is still stale in these families.
-    FlushStale([bool; 2]),
-    /// The restart time passed for a peer with long-lived graceful restart (RFC 9494
-    /// section 4.2): its stale paths of these families carry LLGR_STALE from now on (least
-    /// preferred), those carrying NO_LLGR are removed.
-    LongLivedStale([bool; 2]),
-    /// The peer began re-advertising these families (BoRR, RFC 7313 section 4): mark its
-    /// paths stale there until its EoRR; leave the others.
-    RefreshBegin([bool; 2]),
-    /// Its import policy changed: apply the new one to what it sent (kept as received).
-    Reimport,
-}
-
-/// A walk over one peer's paths in progress: where it goes on in the table, nothing more.
-/// It does not list the peer's prefixes when it starts (24 octets each: two full-table peers
-/// going down at once held 15 MB of lists, the daemon's peak RSS on two full tables): the
-/// owner finishes a peer's walks before it applies that peer's next message, and an entry
-/// holding a path is never moved or removed, so the entries ahead that hold the peer's paths
-/// are the ones that did when the walk began.
-#[derive(Debug)]
-pub struct Walk {
-    pub peer: PeerIndex,
-    pub op: WalkOp,
-    next: Option<Handle>,
-    /// [`WalkOp::LongLivedStale`]: each set's long-lived stale version, made once per walk
-    /// (paths that shared a set share the new one).
-    long_lived: hashbrown::HashMap<Arc<RouteAttrs>, Arc<RouteAttrs>>,
 }
 
 /// Where a prefix sits in its shard's table, in the order of [`Shard::count_step`]'s walk:
@@ -380,6 +355,8 @@ pub struct Shard {
     rpki_index: rpki::RpkiIndex,
     /// With Add-Path send, the paths each prefix offered when last decided.
     offered: add_path::OfferedLists,
+    /// The post-policy Adj-RIB-In's changes, while a subscriber wants them.
+    post_policy: PostPolicyLog,
 }
 
 impl Shard {
@@ -405,6 +382,7 @@ impl Shard {
             rpki: None,
             rpki_index: rpki::RpkiIndex::default(),
             offered: add_path::OfferedLists::default(),
+            post_policy: PostPolicyLog::default(),
         }
     }
 
@@ -581,6 +559,7 @@ impl Shard {
         };
         let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
         new.set_rejected(rejected);
+        self.post_policy.put(&prefix, &new);
         Self::replace(
             &mut self.tally,
             &mut self.next_hops,
@@ -650,136 +629,14 @@ impl Shard {
         let path_id = n.path_id.unwrap_or(0);
         let family = prefix.family().index();
         if let Some((at, d)) = self.dests.get_mut(&prefix) {
-            let n = d.remove_where(&mut self.tally, &mut self.next_hops, family, |p| {
+            let books = (&mut self.tally, &mut self.next_hops, &mut self.post_policy);
+            let n = d.remove_where(books, &prefix, family, |p| {
                 p.peer == peer && p.path_id == path_id
             });
             if n > 0 {
                 Self::touch(&mut self.journal, at, d);
             }
         }
-    }
-
-    /// Starts a walk over the prefixes `peer` has paths for. Call [`Shard::walk_step`] until
-    /// it returns true; each step is a bounded piece of work, so other work can run between
-    /// steps.
-    pub fn walk(&self, peer: PeerIndex, op: WalkOp) -> Walk {
-        Walk {
-            peer,
-            op,
-            next: Some(Handle::FIRST),
-            long_lived: Default::default(),
-        }
-    }
-
-    /// Starts removing every path of `peer` (its session went down).
-    pub fn peer_down(&self, peer: PeerIndex) -> Walk {
-        self.walk(peer, WalkOp::Remove)
-    }
-
-    /// Same as [`Shard::walk_step`].
-    pub fn peer_down_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
-        // The import cache's last result holds a set of the peer's: let it go with the rest.
-        self.import_cache.forget_last();
-        self.walk_step(walk, budget)
-    }
-
-    /// Applies the walk to up to `budget` prefixes; true when done.
-    pub fn walk_step(&mut self, walk: &mut Walk, budget: usize) -> bool {
-        let peer = walk.peer;
-        let Some(from) = walk.next else {
-            return true;
-        };
-        // Up to `budget` of the peer's prefixes, looking at no more than a few times as many
-        // entries (a peer with few prefixes in a large table still takes bounded steps).
-        let look = budget.saturating_mul(8);
-        let mut found: Vec<Handle> = Vec::new();
-        walk.next = None;
-        for (seen, (h, _, d)) in self.dests.iter_from(from).enumerate() {
-            if found.len() >= budget || seen >= look {
-                walk.next = Some(h);
-                break;
-            }
-            if d.paths.iter().any(|p| !p.gone() && p.peer == peer) {
-                found.push(h);
-            }
-        }
-        let imp = match walk.op {
-            WalkOp::Reimport => self.imports.get(peer as usize).cloned().flatten(),
-            _ => None,
-        };
-        for at in found {
-            let Some((prefix, d)) = self.dests.at_mut(at) else {
-                continue;
-            };
-            let prefix = &prefix;
-            let in_family = f_of(prefix);
-            let family = prefix.family().index();
-            let tally = &mut self.tally;
-            let nh = &mut self.next_hops;
-            let n = match walk.op {
-                WalkOp::Reimport => {
-                    let mut ctx = Reimport {
-                        imp: imp.as_deref(),
-                        peer,
-                        cache: &mut self.import_cache,
-                        rpki: self.rpki.as_deref(),
-                        arrival: &mut self.arrival,
-                        tally,
-                        next_hops: nh,
-                    };
-                    ctx.paths(prefix, d, at, family)
-                }
-                WalkOp::Remove => d.remove_where(tally, nh, family, |p| p.peer == peer),
-                WalkOp::FlushStale(f) if in_family(&f) => {
-                    d.remove_where(tally, nh, family, |p| p.peer == peer && p.stale())
-                }
-                WalkOp::FlushStale(_) => 0,
-                WalkOp::LongLivedStale(f) if in_family(&f) => {
-                    let ours = |p: &Path| p.peer == peer && p.stale() && !p.gone();
-                    let mut n = d.remove_where(tally, nh, family, |p| ours(p) && p.attrs.no_llgr);
-                    // A replaced path is overwritten (now long-lived stale) or marked gone
-                    // with its successor pushed past `len`: neither is met again.
-                    for i in 0..d.paths.len() {
-                        let Some(p) = d.paths.get(i).filter(|p| ours(p) && !p.attrs.llgr_stale)
-                        else {
-                            continue;
-                        };
-                        let attrs = walk
-                            .long_lived
-                            .entry(p.attrs.clone())
-                            .or_insert_with(|| Arc::new(p.attrs.long_lived_stale()))
-                            .clone();
-                        // A new version, as after a re-import: export compares it with the
-                        // one reported and sends the change.
-                        self.arrival = self.arrival.wrapping_add(1);
-                        let mut new = Path::new(peer, p.path_id, attrs, self.arrival, p.since());
-                        new.set_stale(true);
-                        new.set_rejected(p.rejected());
-                        Shard::replace(tally, nh, d, at, Some(i), new, family);
-                        n += 1;
-                    }
-                    n
-                }
-                WalkOp::LongLivedStale(_) => 0,
-                WalkOp::MarkStale(f) | WalkOp::RefreshBegin(f) if in_family(&f) => {
-                    d.paths
-                        .iter_mut()
-                        .filter(|p| !p.gone() && p.peer == peer)
-                        .for_each(|p| p.set_stale(true));
-                    0
-                }
-                // Families the restarting peer does not preserve go now.
-                WalkOp::MarkStale(_) => d.remove_where(tally, nh, family, |p| p.peer == peer),
-                WalkOp::RefreshBegin(_) => 0,
-            };
-            if n > 0 {
-                Self::touch(&mut self.journal, at, d);
-            }
-        }
-        if walk.next.is_none() {
-            walk.long_lived.clear();
-        }
-        walk.next.is_none()
     }
 
     /// The decision process over this shard's peers and options.
@@ -914,6 +771,18 @@ impl Shard {
                 to.index_all();
             }
         }
+    }
+
+    /// Records the post-policy Adj-RIB-In's changes from now on (`true`) for
+    /// [`Shard::drain_post_policy`], or stops.
+    pub fn record_post_policy(&mut self, on: bool) {
+        self.post_policy.set(on);
+    }
+
+    /// The post-policy Adj-RIB-In's changes since the last call, in the order they happened
+    /// (a path may change more than once); empty unless recorded.
+    pub fn drain_post_policy(&mut self) -> Vec<AdjRibInChange> {
+        self.post_policy.drain()
     }
 
     /// Decides every prefix touched since the last call, once each, and returns those whose
@@ -1069,48 +938,6 @@ impl Shard {
         }
         self.scratch = scratch;
         count
-    }
-}
-
-/// What applying a peer's import policy again to its paths of one prefix needs of the
-/// shard, apart from its table (the entry is borrowed for change meanwhile).
-struct Reimport<'a> {
-    /// None: accept everything unchanged.
-    imp: Option<&'a Import>,
-    peer: PeerIndex,
-    cache: &'a mut ImportCache,
-    rpki: Option<&'a ribshard_rpki::Snapshot>,
-    arrival: &'a mut u32,
-    tally: &'a mut Tally,
-    next_hops: &'a mut NextHops,
-}
-
-impl Reimport<'_> {
-    /// Replaces each of the peer's paths whose result changed; how many did.
-    fn paths(&mut self, prefix: &Prefix, d: &mut Dest, at: Handle, family: usize) -> usize {
-        let peer = self.peer;
-        let mut n = 0;
-        for i in 0..d.paths.len() {
-            let Some(p) = d.paths.get(i).filter(|p| !p.gone() && p.peer == peer) else {
-                continue;
-            };
-            let received = p.attrs.as_received().clone();
-            let (attrs, rejected) = match self.imp {
-                Some(imp) => import::apply(imp, peer, &received, prefix, self.cache, self.rpki),
-                None => (received, false),
-            };
-            if Arc::ptr_eq(&attrs, &p.attrs) && rejected == p.rejected() {
-                continue;
-            }
-            // A new version: export compares it with the one reported.
-            *self.arrival = self.arrival.wrapping_add(1);
-            let mut new = Path::new(peer, p.path_id, attrs, *self.arrival, p.since());
-            new.set_rejected(rejected);
-            new.set_stale(p.stale());
-            Shard::replace(self.tally, self.next_hops, d, at, Some(i), new, family);
-            n += 1;
-        }
-        n
     }
 }
 

@@ -6,7 +6,7 @@
 //! prefix is a push, the hot path's only cost, and the two are merged when a snapshot is
 //! applied. Prefixes that went away are dropped from it as they are found missing.
 
-use super::{PeerIndex, Shard};
+use super::{PeerIndex, Reimport, Shard};
 use ribshard_rpki::{Key, Snapshot, Validity};
 use ribshard_wire::Prefix;
 use std::sync::Arc;
@@ -128,14 +128,13 @@ impl Shard {
             };
             let mut n = 0;
             for (peer, imp) in &rov_peers {
-                n += super::Reimport {
+                n += Reimport {
                     imp: Some(imp),
                     peer: *peer,
                     cache: &mut self.import_cache,
                     rpki: self.rpki.as_deref(),
                     arrival: &mut self.arrival,
-                    tally: &mut self.tally,
-                    next_hops: &mut self.next_hops,
+                    books: (&mut self.tally, &mut self.next_hops, &mut self.post_policy),
                 }
                 .paths(&prefix, d, at, prefix.family().index());
             }

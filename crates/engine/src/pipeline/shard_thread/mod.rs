@@ -294,6 +294,8 @@ impl ShardWorker {
         place: &dyn Fn(GroupId) -> usize,
     ) {
         self.shard = table;
+        let post_policy = self.taps.iter().any(|t| t.wants_post_policy());
+        self.shard.record_post_policy(post_policy);
         for (id, spec, members) in groups {
             self.groups.insert(
                 *id,
@@ -316,6 +318,8 @@ impl ShardWorker {
         while let Some(mut w) = self.walks.pop_front() {
             while !self.shard.walk_step(&mut w, usize::MAX) {}
         }
+        // What the walks changed goes to these taps: the new shards' start from the table.
+        self.hand_post_policy();
         Handover {
             table: Some(self.shard),
             groups: self
@@ -709,6 +713,16 @@ impl ShardWorker {
         });
     }
 
+    /// Hands the taps that monitor it the post-policy Adj-RIB-In's changes recorded.
+    fn hand_post_policy(&mut self) {
+        let changes = self.shard.drain_post_policy();
+        if !changes.is_empty() {
+            for t in self.taps.iter_mut().filter(|t| t.wants_post_policy()) {
+                t.post_policy(&changes);
+            }
+        }
+    }
+
     /// Decides every touched prefix once and sends each group what changed for it.
     fn drain(&mut self) {
         self.since_drain = 0;
@@ -723,6 +737,7 @@ impl ShardWorker {
             self.unreported(received);
             return;
         }
+        self.hand_post_policy();
         let changes = self.shard.drain_changes();
         self.stats.changes += changes.iter().filter(|c| c.best_changed).count() as u64;
         for t in self.taps.iter_mut() {
