@@ -1,7 +1,7 @@
 //! `--bmp`: a BMP monitoring station beside the run (ribshard `[[bmp.station]]` with the
-//! pre-policy Adj-RIB-In and the Loc-RIB): it reads as fast as the DUT writes and counts
-//! what it gets, so the run shows what the feed costs the DUT and when the station holds
-//! the whole Loc-RIB. BMP's framing and the UPDATEs' prefixes are read here (RFC 7854 section
+//! pre-policy Adj-RIB-In and the Loc-RIB, or one named feed: the post-policy Adj-RIB-In or
+//! the Adj-RIB-Out too): it reads as fast as the DUT writes and counts what it gets, so the
+//! run shows what the feed costs the DUT and when the station holds the whole table. BMP's framing and the UPDATEs' prefixes are read here (RFC 7854 section
 //! 4, RFC 4271 and 4760), not with ribshard's code.
 
 use crate::speaker::now_ns;
@@ -18,6 +18,16 @@ pub struct Counts {
     pub octets: AtomicU64,
     /// Route Monitoring of the neighbors' Adj-RIB-In (pre-policy).
     pub adj_rib_in: AtomicU64,
+    /// Route Monitoring of the neighbors' Adj-RIB-In after import policy (the L flag), and
+    /// the paths it announced.
+    pub post_policy: AtomicU64,
+    pub post_policy_paths: AtomicU64,
+    /// Route Monitoring of what the neighbors are sent (the O flag), and the prefixes the
+    /// station holds for them.
+    pub adj_rib_out: AtomicU64,
+    pub adj_rib_out_prefixes: AtomicU64,
+    /// When the last Route Monitoring of the post-policy or Adj-RIB-Out table came.
+    pub last_table_ns: AtomicU64,
     /// Route Monitoring of the Loc-RIB.
     pub loc_rib: AtomicU64,
     /// Prefixes the station holds in the Loc-RIB (announced and not withdrawn).
@@ -36,6 +46,8 @@ pub enum Feeds {
     Both,
     PrePolicy,
     LocRib,
+    PostPolicy,
+    AdjRibOut,
 }
 
 pub struct Station {
@@ -52,6 +64,9 @@ impl Station {
         std::thread::Builder::new()
             .name("bmp-station".into())
             .spawn(move || {
+                // A station runs on a machine of its own: here its reading yields to the
+                // DUT's routing, as the DUT's monitor thread does.
+                crate::as_another_machine();
                 for conn in listener.incoming() {
                     let Ok(conn) = conn else { return };
                     c.connections.fetch_add(1, Ordering::Relaxed);
@@ -67,6 +82,8 @@ impl Station {
             Feeds::Both => "\"pre-policy\", \"loc-rib\"",
             Feeds::PrePolicy => "\"pre-policy\"",
             Feeds::LocRib => "\"loc-rib\"",
+            Feeds::PostPolicy => "\"post-policy\"",
+            Feeds::AdjRibOut => "\"adj-rib-out\"",
         };
         format!(
             "\n[[bmp.station]]\nname = \"bench\"\naddress = \"127.0.0.1\"\nport = {}\n\
@@ -128,6 +145,8 @@ impl Held {
 /// Reads one connection to its end.
 fn read(mut r: impl Read, c: &Counts) {
     let mut loc_rib = Held::new();
+    // The bench's Adj-RIB-Out is one downstream's: its prefixes, as the Loc-RIB's.
+    let mut adj_rib_out = Held::new();
     let mut header = [0u8; 6];
     let mut body = Vec::new();
     while r.read_exact(&mut header).is_ok() {
@@ -140,6 +159,28 @@ fn read(mut r: impl Read, c: &Counts) {
         c.octets.fetch_add(len as u64, Ordering::Relaxed);
         // Route Monitoring: the per-peer header (42 octets), then one UPDATE.
         if header[5] != 0 || body.len() < 42 + 19 {
+            continue;
+        }
+        // The per-peer header's flags (RFC 7854 section 4.2, RFC 8671): L, O.
+        let (post, out) = (body[1] & 0x40 != 0, body[1] & 0x10 != 0);
+        if body[0] != 3 && out {
+            c.adj_rib_out.fetch_add(1, Ordering::Relaxed);
+            let _ = prefixes(&body[42 + 19..], |withdrawn, key| {
+                adj_rib_out.set(key, !withdrawn)
+            });
+            c.adj_rib_out_prefixes
+                .store(adj_rib_out.count, Ordering::Relaxed);
+            c.last_table_ns.store(now_ns(), Ordering::Relaxed);
+            continue;
+        }
+        if body[0] != 3 && post {
+            c.post_policy.fetch_add(1, Ordering::Relaxed);
+            let mut paths = 0;
+            let _ = prefixes(&body[42 + 19..], |withdrawn, _| {
+                paths += u64::from(!withdrawn);
+            });
+            c.post_policy_paths.fetch_add(paths, Ordering::Relaxed);
+            c.last_table_ns.store(now_ns(), Ordering::Relaxed);
             continue;
         }
         if body[0] != 3 {

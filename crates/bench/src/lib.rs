@@ -11,6 +11,7 @@
 //! others. It talks to the device only over BGP on 127.0.0.0/8 and reads its CPU and memory
 //! from /proc.
 
+pub mod address;
 pub mod bmp;
 pub mod chart;
 pub mod dut;
@@ -24,3 +25,14 @@ pub mod scenario;
 pub mod show;
 pub mod speaker;
 pub mod table;
+
+/// Lowers the calling thread's priority to the DUT's management threads' (nice +10): for
+/// the bench's parts that stand for machines other than the router (operators' tools, a
+/// monitoring station), whose CPU here would otherwise be taken from the DUT's routing.
+pub fn as_another_machine() {
+    // SAFETY: setpriority on this thread only; lowering one's own priority needs no
+    // privilege, and a failure leaves it as it was.
+    unsafe {
+        libc::setpriority(libc::PRIO_PROCESS, libc::gettid() as libc::id_t, 10);
+    }
+}

@@ -98,8 +98,8 @@ enum Command {
         #[arg(long)]
         rpki: bool,
         /// A BMP station beside the run: ribshard sends it the pre-policy Adj-RIB-In and the
-        /// Loc-RIB (or the one named); the run also waits until the station holds what it
-        /// should. ribshard.
+        /// Loc-RIB (or the one feed named: pre-policy, loc-rib, post-policy, adj-rib-out);
+        /// the run also waits until the station holds what it should. ribshard.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "both")]
         bmp: Option<ribshard_bench::bmp::Feeds>,
     },

@@ -24,7 +24,7 @@ pub const CLIENTS: usize = 100;
 /// reads, the 3 s one, the silent one, the half-OPEN one.
 pub fn neighbors() -> Vec<Neighbor> {
     let n = |i: u8, group: &str, receives: bool| Neighbor {
-        addr: Ipv4Addr::new(127, 0, 4, i),
+        addr: crate::address::of(crate::address::Kind::Overload, usize::from(i - 1)),
         asn: 64_910 + u32::from(i),
         group: group.into(),
         receives,
@@ -219,17 +219,8 @@ impl Overload {
                         let (stop, answers, failures) =
                             (stop.clone(), answers.clone(), failures.clone());
                         std::thread::spawn(move || {
-                            // The clients stand for operators' tools on other machines:
-                            // their own CPU here yields to the DUT's routing, as the
-                            // DUT's management threads do (nice +10).
-                            // SAFETY: setpriority on this thread only.
-                            unsafe {
-                                libc::setpriority(
-                                    libc::PRIO_PROCESS,
-                                    libc::gettid() as libc::id_t,
-                                    10,
-                                );
-                            }
+                            // The clients stand for operators' tools on other machines.
+                            crate::as_another_machine();
                             let mut i = c;
                             while !stop.load(Ordering::Relaxed) {
                                 if ask(i) {

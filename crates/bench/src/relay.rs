@@ -27,9 +27,9 @@ pub struct Relay {
     pub receiver: PeerSpec,
 }
 
-/// The receiver behind the `k`th relay: 127.0.3.(k+1).
+/// The receiver behind the `k`th relay.
 fn receiver_addr(k: usize) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, 3, (k + 1) as u8)
+    crate::address::of(crate::address::Kind::RelayReceiver, k)
 }
 
 fn config(n: &Neighbor, t: &Topology, k: usize, dir: &Path) -> String {

@@ -28,7 +28,7 @@ pub struct Matrix {
 /// One line for a terminal.
 pub fn one_line(r: &RunResult) -> String {
     let mut s = format!(
-        "{:<16} {:<14} {:>9} routes {:>4} up {:>4} down  converge {:>8.3} s  dut cpu {:>8.2} s  peak rss {:>7.1} MiB ({:.0} B/path)  generator cpu {:.2} s  {}",
+        "{:<16} {:<14} {:>9} routes {:>4} up {:>4} down  converge {:>8.3} s  dut cpu {:>8.2} s  peak rss {:>7.1} MiB ({:.0} B/path)  generator cpu {:.2} s rss {:.0} MiB  {}",
         r.scenario,
         label(r),
         r.routes,
@@ -39,6 +39,7 @@ pub fn one_line(r: &RunResult) -> String {
         r.dut_peak_rss_bytes as f64 / (1024.0 * 1024.0),
         r.bytes_per_path,
         r.generator_cpu_s,
+        r.generator_peak_rss_bytes as f64 / (1024.0 * 1024.0),
         if r.correct { "correct" } else { "WRONG" },
     );
     if let (Some(p50), Some(p99), Some(gap)) =
@@ -121,6 +122,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         dut_peak_rss_bytes: 0,
         bytes_per_path: 0.0,
         generator_cpu_s: 0.0,
+        generator_peak_rss_bytes: 0,
         correct: false,
         problem: Some(e.to_string()),
         quick: opts.quick,

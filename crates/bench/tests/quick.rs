@@ -10,6 +10,7 @@ use std::process::Command;
 const PORT: &str = "27890";
 const RELAY_TEST_PORT: &str = "27892";
 const POLICY_TEST_PORT: &str = "27894";
+const ROUTE_SERVER_TEST_PORT: &str = "27896";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -33,6 +34,18 @@ fn ribshard_bin() -> PathBuf {
 
 fn bird_installed() -> bool {
     Command::new("bird").arg("--version").output().is_ok()
+}
+
+/// The daemons a test runs: ribshard, and BIRD 2 where it is installed (else the skip is
+/// counted).
+fn ribshard_and_bird() -> Vec<&'static str> {
+    let mut duts = vec!["ribshard"];
+    if bird_installed() {
+        duts.push("bird2");
+    } else {
+        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2); ribshard only");
+    }
+    duts
 }
 
 /// Runs one scenario and returns its JSON result object.
@@ -102,12 +115,7 @@ fn check(r: &serde_json::Value, scenario: &str, dut: &str) {
 #[test]
 fn quick_two_full_tables_and_rr_are_correct_on_ribshard_and_bird() {
     let work = std::env::temp_dir().join(format!("ribshard-bench-test-{}", std::process::id()));
-    let mut duts = vec!["ribshard"];
-    if bird_installed() {
-        duts.push("bird2");
-    } else {
-        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2); ribshard only");
-    }
+    let duts = ribshard_and_bird();
     // One after another: each run owns the port and, for its timing, the CPUs.
     for dut in duts {
         for scenario in ["two-full-tables", "rr"] {
@@ -163,12 +171,7 @@ fn quick_two_full_tables_through_a_real_bird_are_correct() {
 #[test]
 fn quick_two_full_tables_with_policy_are_correct_on_ribshard_and_bird() {
     let work = std::env::temp_dir().join(format!("ribshard-bench-policy-{}", std::process::id()));
-    let mut duts = vec!["ribshard"];
-    if bird_installed() {
-        duts.push("bird2");
-    } else {
-        ribshard_mrt::skipped("BIRD 2 is not installed (apt-get install bird2); ribshard only");
-    }
+    let duts = ribshard_and_bird();
     let plain = run_with("two-full-tables", "ribshard", &work, POLICY_TEST_PORT, &[]);
     check(&plain, "two-full-tables", "ribshard");
     for dut in duts {
@@ -189,6 +192,36 @@ fn quick_two_full_tables_with_policy_are_correct_on_ribshard_and_bird() {
             with > 0 && with < without,
             "{with} with policy, {without} without"
         );
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The BIRD seed's route-server test at 100 clients (issue 35): each announces its share and
+/// must end up holding every other client's routes, and only those. All but the first are
+/// the bench's lean receivers (a count and a sum of what they hold), checked after the run;
+/// the first holds an exact table.
+#[test]
+fn quick_route_server_at_100_clients_is_correct_on_ribshard_and_bird() {
+    let work = std::env::temp_dir().join(format!("ribshard-bench-rs-{}", std::process::id()));
+    let duts = ribshard_and_bird();
+    for dut in duts {
+        let r = run_with(
+            "route-server",
+            dut,
+            &work,
+            ROUTE_SERVER_TEST_PORT,
+            &["--peers", "100"],
+        );
+        check(&r, "route-server", dut);
+        let receivers = r["receivers"].as_array().cloned().unwrap_or_default();
+        assert_eq!(receivers.len(), 100, "{r}");
+        let routes = r["routes"].as_u64().unwrap_or(0);
+        for got in &receivers {
+            let held = got["held"].as_u64().unwrap_or(0);
+            // Every route but its own share (about a hundredth of them).
+            assert!(held < routes && held > routes * 9 / 10, "{got} of {routes}");
+            assert_eq!(got["withdrawn"], 0, "{got}");
+        }
     }
     let _ = std::fs::remove_dir_all(&work);
 }

@@ -104,6 +104,10 @@ pub struct Sizes {
     /// Replay speed of the churn scenario (1 = as recorded).
     #[arg(long, value_parser = positive_speed)]
     pub speed: Option<f64>,
+    /// Seconds the timed phase may take before the run counts as not finished (a DNF is a
+    /// result: the JSON says how far the receivers got); default 1,800 (120 quick).
+    #[arg(long, value_parser = at_least_one)]
+    pub timeout: Option<usize>,
 }
 
 #[derive(Clone, Debug)]
@@ -151,7 +155,8 @@ pub struct Options {
 /// `--bmp`: what the station got in the run.
 #[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
 pub struct BmpResult {
-    /// From the clock's start to the last Loc-RIB Route Monitoring the station got.
+    /// From the clock's start to the last Route Monitoring of the table watched (the
+    /// Loc-RIB, else the post-policy Adj-RIB-In or the Adj-RIB-Out) the station got.
     pub station_s: f64,
     /// The station held every prefix the downstream was sent.
     pub complete: bool,
@@ -160,6 +165,10 @@ pub struct BmpResult {
     pub octets: u64,
     pub adj_rib_in_messages: u64,
     pub loc_rib_messages: u64,
+    #[serde(default)]
+    pub post_policy_messages: u64,
+    #[serde(default)]
+    pub adj_rib_out_messages: u64,
     pub connections: u64,
 }
 
@@ -223,6 +232,10 @@ pub struct RunResult {
     pub bytes_per_path: f64,
     /// CPU of this program (generator and receivers) during the timed phase.
     pub generator_cpu_s: f64,
+    /// Peak RSS of this program (the speakers' tables and the receivers'), apart from the
+    /// DUT's.
+    #[serde(default)]
+    pub generator_peak_rss_bytes: u64,
     pub correct: bool,
     /// Why the run is not correct, when it is not.
     pub problem: Option<String>,
@@ -374,7 +387,16 @@ fn establish_all(
                             ),
                         };
                         let holding = plan.expected[i].as_ref().map(|_| {
-                            let mut h = Holding::new(plan.index.clone(), spec.asn);
+                            // A route server's clients: lean receivers, the first one
+                            // excepted (an exact table to check, and a latency sample).
+                            let lean = plan.topo.role == Role::RouteServer
+                                && receivers_before(plan, i) > 0
+                                && record != Some(i);
+                            let mut h = if lean {
+                                Holding::lean(plan.index.clone(), spec.asn)
+                            } else {
+                                Holding::new(plan.index.clone(), spec.asn)
+                            };
                             if let Some(f) = plan.topo.policy.filter(|_| false) {
                                 h.require(&f.tags());
                             }
@@ -409,6 +431,11 @@ fn establish_all(
         }
     }
     Ok(())
+}
+
+/// How many receivers come before neighbor `i`.
+fn receivers_before(plan: &Plan, i: usize) -> usize {
+    plan.expected.iter().take(i).filter(|e| e.is_some()).count()
 }
 
 fn today() -> String {
@@ -587,7 +614,11 @@ fn measure(
     std::thread::sleep(Duration::from_millis(500));
     let base_rss = dut.memory().0;
     let quiet = Duration::from_millis(if opts.quick { 1500 } else { 3000 });
-    let timeout = Duration::from_secs(if opts.quick { 120 } else { 1800 });
+    let timeout = Duration::from_secs(
+        opts.sizes
+            .timeout
+            .map_or(if opts.quick { 120 } else { 1800 }, |t| t as u64),
+    );
 
     let load = if opts.show_load {
         crate::show::commands(dut).map(|c| crate::show::Load::start(c.route, c.summary))
@@ -656,17 +687,26 @@ fn measure(
             let c = &s.counts;
             loop {
                 std::thread::sleep(Duration::from_millis(5));
-                let (n, last, now) = (
+                let (n, mut last, now) = (
                     c.loc_rib_prefixes.load(Ordering::Relaxed),
                     c.last_loc_rib_ns.load(Ordering::Relaxed),
                     now_ns(),
                 );
-                // Without the Loc-RIB feed: the neighbors' UPDATEs, all of them.
+                // Without the Loc-RIB feed: the neighbors' UPDATEs, all of them; every path
+                // accepted (import accepts all); the downstream's table.
                 let complete = match opts.bmp {
                     Some(crate::bmp::Feeds::PrePolicy) => {
                         // (End-of-RIB included: the monitor sends its own.)
                         c.adj_rib_in.load(Ordering::Relaxed)
                             >= plan.feeds.iter().flatten().map(|f| f.messages as u64).sum()
+                    }
+                    Some(crate::bmp::Feeds::PostPolicy) => {
+                        last = c.last_table_ns.load(Ordering::Relaxed);
+                        c.post_policy_paths.load(Ordering::Relaxed) >= plan.routes as u64
+                    }
+                    Some(crate::bmp::Feeds::AdjRibOut) => {
+                        last = c.last_table_ns.load(Ordering::Relaxed);
+                        c.adj_rib_out_prefixes.load(Ordering::Relaxed) == want
                     }
                     _ => n == want,
                 };
@@ -681,6 +721,8 @@ fn measure(
                         octets: c.octets.load(Ordering::Relaxed),
                         adj_rib_in_messages: c.adj_rib_in.load(Ordering::Relaxed),
                         loc_rib_messages: c.loc_rib.load(Ordering::Relaxed),
+                        post_policy_messages: c.post_policy.load(Ordering::Relaxed),
+                        adj_rib_out_messages: c.adj_rib_out.load(Ordering::Relaxed),
                         connections: c.connections.load(Ordering::Relaxed),
                     });
                 }
@@ -908,6 +950,7 @@ fn measure(
         dut_peak_rss_bytes: 0,
         bytes_per_path: 0.0,
         generator_cpu_s: gen,
+        generator_peak_rss_bytes: crate::dut::memory(std::process::id()).1,
         correct: problem.is_none(),
         problem,
         quick: opts.quick,

@@ -5,7 +5,7 @@ use super::plan::Plan;
 use super::{BenchError, PolicyChange, Received};
 use crate::dut::Dut;
 use crate::policy::Filter;
-use crate::speaker::{now_ns, Bits, Session, SessionError};
+use crate::speaker::{now_ns, Bits, Lean, Session, SessionError};
 use crate::table::Trace;
 use hashbrown::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -246,6 +246,7 @@ pub(super) fn check(
     sessions: &[Option<Session>],
     watch: &[usize],
 ) -> Option<String> {
+    let mut keys: Option<Vec<u64>> = None;
     for &i in watch {
         let n = &plan.topo.neighbors[i];
         let (Some(Some(s)), Some(Some(e))) = (sessions.get(i), expected.get(i)) else {
@@ -260,6 +261,25 @@ pub(super) fn check(
         let Some(h) = s.holding.as_ref().and_then(|h| h.lock().ok()) else {
             continue;
         };
+        if let Some(got) = h.lean {
+            let keys = keys.get_or_insert_with(|| plan.index.keys());
+            let want = Lean::of(e.ones().filter_map(|n| keys.get(n as usize).copied()));
+            if got != want {
+                return Some(format!(
+                    "{}: holds {} prefixes by its count, expected {}{} (a lean receiver: a \
+                     prefix announced twice counts twice)",
+                    n.addr,
+                    got.held,
+                    want.held,
+                    if got.held == want.held {
+                        ", not the same ones"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+            continue;
+        }
         let wrong = h.bits.differences(e);
         if wrong > 0 || !h.extras.is_empty() {
             return Some(format!(

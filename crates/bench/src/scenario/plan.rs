@@ -2,6 +2,7 @@
 //! downstream must hold once the feeds are learned (and after a trace or a policy change).
 
 use super::{BenchError, Options, Scenario};
+use crate::address::{self, Kind};
 use crate::dut::{Neighbor, Role, Topology, LOCAL_AS};
 use crate::policy::Filter;
 use crate::speaker::{Bits, Index};
@@ -28,10 +29,6 @@ pub(super) struct Plan {
     pub(super) overload: std::ops::Range<usize>,
     /// `--rpki`: the RPKI served, and what it rejects.
     pub(super) rpki: Option<crate::rpki::Synth>,
-}
-
-fn addr(net: u8, i: usize) -> Ipv4Addr {
-    Ipv4Addr::new(127, 0, net, (i + 1) as u8)
 }
 
 fn real_or_synth(opts: &Options, asns: &[u32], default: usize) -> (Vec<Feed>, &'static str) {
@@ -74,7 +71,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             let (f, data) = real_or_synth(opts, asns, 323_486);
             for (i, feed) in f.into_iter().enumerate() {
                 neighbors.push(Neighbor {
-                    addr: addr(1, i),
+                    addr: address::of(Kind::Upstream, i),
                     asn: feed.asn,
                     group: "upstreams".into(),
                     receives: false,
@@ -83,7 +80,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                 feeds.push(Some(feed));
             }
             neighbors.push(Neighbor {
-                addr: addr(2, 0),
+                addr: address::of(Kind::Downstream, 0),
                 asn: 64_900,
                 group: "downstreams".into(),
                 receives: true,
@@ -129,7 +126,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                 .enumerate()
             {
                 neighbors.push(Neighbor {
-                    addr: addr(1, i),
+                    addr: address::of(Kind::Upstream, i),
                     asn: LOCAL_AS,
                     group: "sources".into(),
                     receives: true,
@@ -139,7 +136,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             }
             for j in 0..d {
                 neighbors.push(Neighbor {
-                    addr: addr(2 + (j / 250) as u8, j % 250),
+                    addr: address::of(Kind::Downstream, j),
                     asn: LOCAL_AS,
                     group: format!("clients{}", j % g),
                     receives: true,
@@ -154,9 +151,10 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             let n = s.prefixes.unwrap_or(q(20_000, 500_000));
             let sources: Vec<Source> = (0..p)
                 .map(|i| Source {
-                    asn: 65_001 + i as u32,
+                    asn: address::route_server_client_as(i),
                     external: true,
-                    next_hop: Ipv4Addr::new(198, 51, 100, (i + 1) as u8),
+                    // Shared past 254 clients: a next hop need not be unique.
+                    next_hop: Ipv4Addr::new(198, 51, 100, (i % 254 + 1) as u8),
                 })
                 .collect();
             for (i, feed) in table::synth(&sources, n, Spread::Share, opts.seed)
@@ -164,7 +162,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                 .enumerate()
             {
                 neighbors.push(Neighbor {
-                    addr: addr(3, i),
+                    addr: address::of(Kind::RouteServerClient, i),
                     asn: feed.asn,
                     group: "rs-clients".into(),
                     receives: true,
