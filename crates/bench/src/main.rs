@@ -102,6 +102,11 @@ enum Command {
         /// the run also waits until the station holds what it should. ribshard.
         #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "both")]
         bmp: Option<ribshard_bench::bmp::Feeds>,
+        /// The upstreams do not do graceful restart: no capability in their OPEN and no
+        /// End-of-RIB after their tables, as a router without RFC 4724 sends, so the DUT's
+        /// start-up deferral cannot wait for them and what it sends is its live packing.
+        #[arg(long)]
+        no_graceful_restart: bool,
     },
     /// Runs the matrix (every scenario, every daemon) and writes the convergence section of
     /// BENCHMARKS.md and its charts.
@@ -195,6 +200,7 @@ fn main() -> ExitCode {
             overload,
             rpki,
             bmp,
+            no_graceful_restart,
         } => {
             let opts = Options {
                 scenario,
@@ -221,6 +227,7 @@ fn main() -> ExitCode {
                 overload,
                 rpki,
                 bmp,
+                graceful_restart: !no_graceful_restart,
             };
             match scenario::run(&opts) {
                 Ok(r) => {

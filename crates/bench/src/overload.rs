@@ -88,6 +88,7 @@ fn spec(n: &Neighbor) -> PeerSpec {
     PeerSpec {
         local: n.addr,
         asn: n.asn,
+        graceful_restart: true,
     }
 }
 

@@ -94,6 +94,7 @@ impl Relay {
             receiver: PeerSpec {
                 local: receiver_addr(k),
                 asn: RECEIVER_AS,
+                graceful_restart: true,
             },
         };
         let end = Instant::now() + Duration::from_secs(60);

@@ -60,6 +60,9 @@ pub fn one_line(r: &RunResult) -> String {
     if r.policy {
         s.push_str("  with policy");
     }
+    if r.no_graceful_restart {
+        s.push_str("  upstreams without graceful restart");
+    }
     if let Some(f) = r.fib_s {
         let _ = write!(
             s,
@@ -155,6 +158,7 @@ fn failed(opts: &Options, e: &scenario::BenchError) -> RunResult {
         rpki: opts.rpki,
         bmp: None,
         bmp_feeds: opts.bmp,
+        no_graceful_restart: !opts.graceful_restart,
     }
 }
 
@@ -272,6 +276,7 @@ pub fn run_matrix<E>(
                 overload: false,
                 rpki: false,
                 bmp: None,
+                graceful_restart: true,
             };
             let r = scenario::run(&opts).unwrap_or_else(|e| {
                 tracing::warn!("{} on {}: {e}", sc.name(), dut.name());

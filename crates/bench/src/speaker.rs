@@ -421,6 +421,8 @@ pub struct Stats {
 pub struct PeerSpec {
     pub local: Ipv4Addr,
     pub asn: u32,
+    /// Its OPEN carries the graceful restart capability (helper, RFC 4724).
+    pub graceful_restart: bool,
 }
 
 /// An established session with the device under test.
@@ -472,18 +474,20 @@ pub(crate) fn connect(
 
 /// The OPEN a generator speaker sends. As BIRD 2, FRR and OpenBGPD do by default: graceful
 /// restart (helper, nothing kept across a restart), so the DUT may count on our End-of-RIB
-/// (RFC 4724).
+/// (RFC 4724); without it where `spec` says so.
 pub(crate) fn open_message(spec: PeerSpec, hold: u16) -> Vec<u8> {
-    let caps = vec![
+    let mut caps = vec![
         Capability::Multiprotocol { afi: 1, safi: 1 },
         Capability::RouteRefresh,
         Capability::FourOctetAs(spec.asn),
-        Capability::GracefulRestart {
+    ];
+    if spec.graceful_restart {
+        caps.push(Capability::GracefulRestart {
             flags: 0,
             restart_time: 120,
             families: Vec::new(),
-        },
-    ];
+        });
+    }
     Open::new(spec.asn, hold, spec.local, caps).encode()
 }
 

@@ -105,6 +105,19 @@ fn pack(asn: u32, routes: impl IntoIterator<Item = (Vec<u8>, Prefix)>) -> Feed {
     }
 }
 
+impl Feed {
+    /// The same feed without its closing End-of-RIB, as a speaker without graceful restart
+    /// sends it (RFC 4724 section 2 makes the marker part of the capability).
+    pub fn without_end_of_rib(mut self) -> Feed {
+        let eor = UpdateBuilder::end_of_rib(Family::Ipv4Unicast);
+        if self.bytes.ends_with(&eor) {
+            self.bytes.truncate(self.bytes.len() - eor.len());
+            self.messages = self.messages.saturating_sub(1);
+        }
+        self
+    }
+}
+
 /// The tables of `asns` in the real RIB, limited to its first `limit` prefixes (the RIB is
 /// in prefix order, so the tables of a limited run still overlap as the full ones do).
 /// `None` when the file is absent.

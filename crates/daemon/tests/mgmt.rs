@@ -961,6 +961,7 @@ fn show_route_of_the_real_full_tables_streams_in_bounded_memory() {
         let spec = ribshard_bench::speaker::PeerSpec {
             local: local.parse().unwrap(),
             asn: feed.asn,
+            graceful_restart: true,
         };
         let s = ribshard_bench::speaker::Session::establish(
             spec,

@@ -150,6 +150,9 @@ pub struct Options {
     pub rpki: bool,
     /// A BMP station fed the pre-policy Adj-RIB-In, the Loc-RIB or both ([`crate::bmp`]).
     pub bmp: Option<crate::bmp::Feeds>,
+    /// The upstreams advertise graceful restart and end their tables with End-of-RIB (as
+    /// BIRD 2, FRR and OpenBGPD do by default); off, neither.
+    pub graceful_restart: bool,
 }
 
 /// `--bmp`: what the station got in the run.
@@ -299,6 +302,9 @@ pub struct RunResult {
     /// `--bmp`: the feeds the station asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bmp_feeds: Option<crate::bmp::Feeds>,
+    /// `--no-graceful-restart`: the upstreams did not advertise graceful restart.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_graceful_restart: bool,
     #[serde(default)]
     pub receivers: Vec<Received>,
     /// `--overload`: what the overload came to.
@@ -382,6 +388,9 @@ fn establish_all(
                                 PeerSpec {
                                     local: n.addr,
                                     asn: n.asn,
+                                    // Receivers keep it: End-of-RIB is theirs to send.
+                                    graceful_restart: plan.graceful_restart
+                                        || plan.feeds.get(i).is_none_or(Option::is_none),
                                 },
                                 dut,
                             ),
@@ -978,6 +987,7 @@ fn measure(
         rpki: opts.rpki,
         bmp,
         bmp_feeds: opts.bmp,
+        no_graceful_restart: !opts.graceful_restart,
         policy_change,
         fib_s: fib.map(|f| f.0),
         fib_routes: fib.map(|f| f.1),

@@ -29,6 +29,8 @@ pub(super) struct Plan {
     pub(super) overload: std::ops::Range<usize>,
     /// `--rpki`: the RPKI served, and what it rejects.
     pub(super) rpki: Option<crate::rpki::Synth>,
+    /// The upstreams advertise graceful restart ([`Options::graceful_restart`]).
+    pub(super) graceful_restart: bool,
 }
 
 fn real_or_synth(opts: &Options, asns: &[u32], default: usize) -> (Vec<Feed>, &'static str) {
@@ -274,7 +276,15 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             bmp: None,
         },
         rpki,
-        feeds,
+        feeds: if opts.graceful_restart {
+            feeds
+        } else {
+            feeds
+                .into_iter()
+                .map(|f| f.map(Feed::without_end_of_rib))
+                .collect()
+        },
+        graceful_restart: opts.graceful_restart,
         expected,
         after_trace,
         after_change,
