@@ -91,6 +91,68 @@ pub struct Entry {
 /// What a withdrawal names: a prefix, and with Add-Path the path's identifier (else 0).
 pub type PathKey = (Prefix, u32);
 
+/// Live changes merged as they come: the last change of each path, in order of its first
+/// appearance. An update thread holding a group's changes keeps them so, and what a path
+/// was before its last change is freed at once.
+#[derive(Default)]
+pub struct Merged {
+    pub entries: Vec<Entry>,
+    at: HashMap<PathKey, usize>,
+}
+
+impl Merged {
+    /// Adds changes; returns how many paths are new here.
+    pub fn extend(&mut self, entries: impl IntoIterator<Item = Entry>) -> usize {
+        let before = self.entries.len();
+        for e in entries {
+            match self.at.entry(e.key()) {
+                hashbrown::hash_map::Entry::Occupied(o) => {
+                    if let Some(slot) = self.entries.get_mut(*o.get()) {
+                        *slot = e;
+                    }
+                }
+                hashbrown::hash_map::Entry::Vacant(v) => {
+                    v.insert(self.entries.len());
+                    self.entries.push(e);
+                }
+            }
+        }
+        self.entries.len() - before
+    }
+
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+}
+
+/// Where the changes `live_merged` sends came from: what a member that does not take them
+/// must unlearn is remembered per shard.
+#[derive(Clone, Copy)]
+enum Parts<'a> {
+    /// As each shard sent them.
+    Batches(&'a [(usize, &'a [Entry])]),
+    /// Merged ([`Merged`]); each one's shard is its prefix's.
+    Merged,
+}
+
+/// A member that did not take `e` (from shard `s`) remembers it if it must unlearn it: a
+/// withdrawal, or its own path (it holds another path of ours there, if any). A member
+/// moving in still gets the shards not handed over yet from its old group.
+fn unlearn(m: &mut Member, s: usize, e: &Entry) {
+    if m.moved_from.is_some() && m.handed.get(s) == Some(&false) {
+        return;
+    }
+    if e.exported.is_none() || (e.path_id == 0 && is_own(e, m.id)) {
+        if let Some(missed) = m.missed.get_mut(s) {
+            missed.insert(e.key());
+        }
+    }
+}
+
 impl Entry {
     pub fn withdraw(prefix: Prefix) -> Entry {
         Entry::withdraw_path((prefix, 0))
@@ -318,6 +380,16 @@ impl UpdateGroup {
         // Our own queue first: asking the kernel is a system call, per member.
         following.peek().is_none()
             || following.any(|m| m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW)
+    }
+
+    /// Whether every member following the live stream can take more now (none is behind):
+    /// only then may the group's changes be held long, since a batch goes to a member whole.
+    pub fn in_step(&self) -> bool {
+        let mut following = self
+            .members
+            .iter()
+            .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l));
+        following.all(|m| m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW)
     }
 
     /// A new member; it gets nothing until the shards dump the table to it under `token`
@@ -555,47 +627,68 @@ impl UpdateGroup {
         // A dump part held was decided before these changes: it goes first. The walks'
         // places are kept, so the rest of the dump still merges.
         self.send_held_parts();
-        let alike = self.members.iter().all(|m| {
-            let f = m.live.get(first);
-            batches.iter().all(|(s, _)| m.live.get(*s) == f)
-        });
-        if batches.len() == 1 || !alike {
+        let shards: Vec<usize> = batches.iter().map(|(s, _)| *s).collect();
+        if batches.len() == 1 || !self.alike(&shards) {
             for (shard, entries) in batches {
-                self.live_merged(*shard, &[(*shard, entries)], entries);
+                self.live_merged(*shard, Parts::Batches(&[(*shard, entries)]), entries);
             }
             return;
         }
-        // The last change of each prefix (each path, with Add-Path), in order of its first
-        // appearance.
-        let mut at: HashMap<PathKey, usize> = HashMap::new();
-        let mut merged: Vec<Entry> = Vec::new();
+        let mut merged = Merged::default();
         for (_, entries) in batches {
-            for e in entries.iter() {
-                match at.get(&e.key()) {
-                    Some(&i) => merged[i] = e.clone(),
-                    None => {
-                        at.insert(e.key(), merged.len());
-                        merged.push(e.clone());
-                    }
-                }
-            }
+            merged.extend(entries.iter().cloned());
         }
-        self.live_merged(first, batches, &merged);
+        self.live_merged(first, Parts::Batches(batches), &merged.entries);
+    }
+
+    /// Live changes from `shards` already merged as they came ([`Merged`]: each path once,
+    /// as it ended): sent together when every member follows those shards alike, otherwise
+    /// each shard's part on its own.
+    pub fn live_distinct(&mut self, shards: &[usize], entries: &[Entry]) {
+        let Some(&first) = shards.first() else {
+            return;
+        };
+        self.send_held_parts();
+        if shards.len() == 1 || self.alike(shards) {
+            self.live_merged(first, Parts::Merged, entries);
+            return;
+        }
+        let n = self.shards;
+        for &s in shards {
+            let part: Vec<Entry> = entries
+                .iter()
+                .filter(|e| shard_of(&e.prefix, n) == s)
+                .cloned()
+                .collect();
+            self.live_merged(s, Parts::Merged, &part);
+        }
+    }
+
+    /// Whether every member follows all of `shards` alike (all or none of them).
+    fn alike(&self, shards: &[usize]) -> bool {
+        let Some(&first) = shards.first() else {
+            return true;
+        };
+        self.members.iter().all(|m| {
+            let f = m.live.get(first);
+            shards.iter().all(|s| m.live.get(*s) == f)
+        })
     }
 
     /// Sends `entries` to the members following `shard` (and, by the caller's check, every
     /// shard of `batches`); the others remember, per shard, what they must unlearn.
-    fn live_merged(&mut self, shard: usize, batches: &[(usize, &[Entry])], entries: &[Entry]) {
+    fn live_merged(&mut self, shard: usize, parts: Parts<'_>, entries: &[Entry]) {
         // The members following this shard whose own paths are in it: each gets the shared
         // encoding without its paths' span, and those prefixes withdrawn instead (it may
         // hold another path we sent it before).
+        let shards = self.shards;
         let following = |m: &Member| m.live.get(shard) == Some(&true);
         let mut apart = sources(entries);
         apart.retain(|p| self.members.iter().any(|m| m.id.peer == *p && following(m)));
         let Some(encoded) = self.encode_apart(entries, &apart) else {
             return;
         };
-        tracing::debug!(group = %self.spec.name, shard, batches = batches.len(), entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
+        tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
         // Each source member's prefixes, found in one pass over the batch.
         // With Add-Path a member holds each path under its own identifier, and never had
         // one of its own paths': there is nothing to withdraw for them.
@@ -628,19 +721,19 @@ impl UpdateGroup {
                 }
             }
             // Not following this shard yet, or split off: remember what it must unlearn
-            // (withdrawing a prefix it never had is harmless, RFC 4271 section 9). A member
-            // moving in still gets the shards not handed over yet from its old group.
-            for (s, batch) in batches {
-                if m.moved_from.is_some() && m.handed.get(*s) == Some(&false) {
-                    continue;
+            // (withdrawing a prefix it never had is harmless, RFC 4271 section 9).
+            match parts {
+                Parts::Batches(batches) => {
+                    for (s, batch) in batches {
+                        for e in batch.iter() {
+                            unlearn(m, *s, e);
+                        }
+                    }
                 }
-                if let Some(missed) = m.missed.get_mut(*s) {
-                    missed.extend(
-                        batch
-                            .iter()
-                            .filter(|e| e.exported.is_none() || (e.path_id == 0 && is_own(e, m.id)))
-                            .map(Entry::key),
-                    );
+                Parts::Merged => {
+                    for e in entries {
+                        unlearn(m, shard_of(&e.prefix, shards), e);
+                    }
                 }
             }
         }

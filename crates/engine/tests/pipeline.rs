@@ -86,6 +86,21 @@ fn member_table(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, Vec<u8
     t
 }
 
+/// How often each prefix was announced or withdrawn in `bytes`.
+fn prefix_mentions(bytes: &[u8], params: &SessionParams) -> BTreeMap<Prefix, usize> {
+    let mut n = BTreeMap::new();
+    let mut rest = bytes;
+    while let Ok(Some(len)) = frame(rest, 65535) {
+        let (msg, tail) = rest.split_at(len);
+        rest = tail;
+        let u = parse_update(&msg[19..], params).expect("the group sends valid UPDATEs");
+        for x in u.withdrawn_all().chain(u.announced()) {
+            *n.entry(x.prefix).or_insert(0) += 1;
+        }
+    }
+    n
+}
+
 /// The Loc-RIB, each member's table (the twins last), and the UPDATEs the twins got
 /// (the one in step, the one behind).
 type Outcome = (
@@ -101,7 +116,26 @@ const BEHIND: usize = 1 << 20;
 /// `pace_ms`: milliseconds between operations, so that the pipeline has each routed and sent
 /// before the next (otherwise they arrive in one burst, and are packed as one).
 fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms: u64) -> Outcome {
+    run_arriving(ops, shards, update_threads, reshards, pace_ms, false)
+}
+
+/// As [`run`]; with `arriving`, an input says routes are still arriving from before the
+/// first operation to after the last ([`ribshard_engine::pipeline::Arrivals`]), as a
+/// session reading upstreams' tables does: then the twin in step must be sent each prefix
+/// once, as it ended, however often it changed meanwhile.
+fn run_arriving(
+    ops: &[Op],
+    shards: usize,
+    update_threads: usize,
+    reshards: bool,
+    pace_ms: u64,
+    arriving: bool,
+) -> Outcome {
     let (p, recorder) = start_recorded(shards, update_threads);
+    // Long enough that no machine, however slow, ends the hold before the flag is lowered.
+    p.arrivals()
+        .set_max_hold(std::time::Duration::from_secs(600));
+    let mut flag = p.arrivals().flag();
     for i in 0..4 {
         send_all(&p, p.peer_up(i, upstream(i), None).0);
     }
@@ -166,9 +200,16 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
         })
         .collect();
     let mut pool = Pool(HashMap::new());
+    if arriving {
+        // The twins' (empty) table dumps done: from here on they follow the live stream.
+        p.barrier();
+        flag.set(true);
+    }
     for (k, o) in ops.iter().enumerate() {
         std::thread::sleep(std::time::Duration::from_millis(pace_ms));
-        if k == 3 {
+        // (Not while routes arrive: a member joining the twins' group has its table dump
+        // go after what the group holds, which then goes at once.)
+        if k == 3 && !arriving {
             for m in 3..MEMBERS.len() {
                 members.push(join(m, 0));
             }
@@ -217,12 +258,28 @@ fn run(ops: &[Op], shards: usize, update_threads: usize, reshards: bool, pace_ms
             }
         }
     }
+    if arriving {
+        // Every shard done with the operations (a question waits for its routing and
+        // walks) before any barrier: one shard's barrier sends what is held at once.
+        let _ = p.loc_rib();
+    }
     if members.len() < MEMBERS.len() {
         for m in members.len()..MEMBERS.len() {
             members.push(join(m, 0));
         }
     }
+    // Everything decided and sent (a barrier packs what is held, routes arriving or not).
     p.barrier();
+    flag.set(false);
+    if arriving {
+        let bytes = twins[0].bytes.lock().unwrap();
+        let mentions = prefix_mentions(&bytes, &params());
+        assert!(
+            mentions.values().all(|n| *n == 1),
+            "{shards} shards, {update_threads} update threads: prefixes sent more than once to the twin in step: {:?}",
+            mentions.iter().filter(|(_, n)| **n > 1).collect::<Vec<_>>()
+        );
+    }
     let rib: Vec<(Prefix, u32, Vec<u8>)> = p
         .loc_rib()
         .into_iter()
@@ -344,6 +401,31 @@ proptest! {
         prop_assert_eq!(&r, &rib, "Loc-RIB starting with {} shards, {} update threads", s, u);
         for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
             prop_assert_eq!(a, b, "member {} starting with {} shards, {} update threads", m, s, u);
+        }
+    }
+}
+
+proptest! {
+    #![proptest_config(persisted(24, "pipeline"))]
+
+    /// Upstreams whose tables interleave (and flap), no start-up deferral, routes still
+    /// arriving throughout: a member in step is sent each prefix once, as it ended (not
+    /// each path as it came), in every thread setting, and every member holds what it
+    /// holds without the wait. No member joins meanwhile: a table dump to a group sends
+    /// what the group holds first.
+    #[test]
+    fn while_routes_arrive_a_member_is_sent_each_prefix_once(
+        ops in prop::collection::vec(
+            op().prop_filter("members stay", |o| !matches!(o, Op::FlapMember { .. })),
+            1..60,
+        ),
+    ) {
+        let (_, tables, _) = run(&ops, 1, 0, false, 0);
+        for (s, u) in [(1, 0), (2, 2), (4, 3)] {
+            let (_, t, _) = run_arriving(&ops, s, u, false, 0, true);
+            for (m, (a, b)) in tables.iter().zip(&t).enumerate() {
+                prop_assert_eq!(a, b, "member {} with {} shards, {} update threads", m, s, u);
+            }
         }
     }
 }

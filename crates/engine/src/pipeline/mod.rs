@@ -30,6 +30,7 @@
 //! PeerDown, ...) is delivered whole inside one pass of the gate, so no re-shard falls between
 //! its parts.
 
+mod arrivals;
 mod batcher;
 mod deferral;
 mod give_back;
@@ -43,6 +44,7 @@ mod shard_thread;
 pub mod stream;
 mod update_thread;
 
+pub use arrivals::{ArrivalFlag, Arrivals, MAX_HOLD};
 pub use batcher::Batcher;
 pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
 pub use inlet::Inlet;
@@ -81,6 +83,12 @@ pub const BATCH: usize = 4096;
 /// `HELD_ENTRIES + BATCH`: that is also how far past its high-water mark a member's write
 /// queue can go before it is split off (a batch goes to a member whole or not at all).
 pub const HELD_ENTRIES: usize = 65_536;
+/// Live changes an update thread holds while routes are still arriving ([`Arrivals`]),
+/// up to [`MAX_HOLD`], as long as no member of its groups is behind (one that is keeps the
+/// bound above): enough for the changes two full tables make together (about 500,000 for
+/// 330,000 prefixes), so none of their prefixes goes out before its last path came. About
+/// 40 octets each, freed as they are packed.
+pub const HELD_WHILE_ARRIVING: usize = 1 << 20;
 /// Prefixes a shard walks (peer down, table dump) between two looks at its queue.
 pub const WALK_BUDGET: usize = 4096;
 /// How often every thread is woken for its periodic work (slow-peer catch-up).
@@ -173,6 +181,9 @@ pub struct Pipeline {
     sent: Option<Arc<dyn SentTap>>,
     /// `[bgp] memory-limit`: sessions read it before taking new prefixes.
     memory: Arc<crate::memory::MemoryGuard>,
+    /// Whether routes are still arriving ([`Arrivals`]): sessions and shards raise it,
+    /// update groups hold their live changes meanwhile.
+    arrivals: Arc<Arrivals>,
 }
 
 impl Pipeline {
@@ -219,8 +230,10 @@ impl Pipeline {
             .collect();
         let telemetry = Arc::new(Telemetry::default());
         let kinds = Arc::new(ExportKinds::default());
+        let arrivals = Arc::new(Arrivals::default());
         let generation = Generation {
             epoch: 0,
+            arrivals: arrivals.clone(),
             deferring: deferring.clone(),
             kinds: kinds.clone(),
             subscribers: subscribers.clone(),
@@ -273,12 +286,18 @@ impl Pipeline {
             subscribers,
             sent,
             memory: Arc::default(),
+            arrivals,
         })
     }
 
     /// The memory limit the sessions keep to ([`crate::memory::MemoryGuard`]).
     pub fn memory(&self) -> &Arc<crate::memory::MemoryGuard> {
         &self.memory
+    }
+
+    /// Whether routes are still arriving; an input raises its own flag ([`Arrivals::flag`]).
+    pub fn arrivals(&self) -> &Arc<Arrivals> {
+        &self.arrivals
     }
 
     /// The start-up deferral under way, if any (advertising still waits for neighbors'
@@ -702,6 +721,7 @@ impl Pipeline {
         // The deferral ended above: the new shards hold no one back.
         let generation = Generation {
             epoch: old.epoch + 1,
+            arrivals: self.arrivals.clone(),
             deferring: self.deferring.clone(),
             kinds: self.kinds.clone(),
             subscribers: self.subscribers.clone(),
@@ -825,6 +845,7 @@ fn surrender<M>(
 /// back ([`Pipeline::deferring`]).
 struct Generation {
     epoch: u64,
+    arrivals: Arc<Arrivals>,
     deferring: Arc<AtomicBool>,
     kinds: Arc<ExportKinds>,
     subscribers: Vec<Arc<dyn Subscriber>>,
@@ -841,6 +862,7 @@ fn spawn_threads(
 ) -> (Lanes, Vec<JoinHandle<()>>) {
     let Generation {
         epoch,
+        arrivals,
         deferring,
         kinds,
         subscribers,
@@ -864,6 +886,7 @@ fn spawn_threads(
                 config.write_queue,
                 (config.update_threads > 0).then(|| (shard_tx.clone(), shard_queues.clone())),
                 telemetry.clone(),
+                arrivals.clone(),
             )
         })
         .collect();
@@ -891,6 +914,7 @@ fn spawn_threads(
             (update_tx.clone(), update_queues.clone()),
             inline.take(),
             telemetry.clone(),
+            &arrivals,
             deferring.clone(),
             kinds.clone(),
             subscribers

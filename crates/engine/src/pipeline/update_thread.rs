@@ -5,9 +5,12 @@
 //! shards decided it in.
 
 use super::give_back;
-use super::{GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats, HELD_ENTRIES};
+use super::{
+    Arrivals, GroupReport, Handover, ToShard, ToUpdate, UpdateThreadStats, HELD_ENTRIES,
+    HELD_WHILE_ARRIVING,
+};
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
-use ribshard_adjout::{DumpRequest, Entry, GroupId, MemberId, UpdateGroup, WriteQueueLimits};
+use ribshard_adjout::{DumpRequest, GroupId, MemberId, Merged, UpdateGroup, WriteQueueLimits};
 use ribshard_rib::PeerIndex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -45,6 +48,10 @@ pub(super) struct UpdateWorker {
     /// what all shards sent at once, and a busy receiver's changes merge while it is busy.
     held: BTreeMap<GroupId, Held>,
     held_entries: usize,
+    /// When the oldest change held now arrived: while routes keep arriving
+    /// ([`Arrivals::busy`]) changes wait for them, up to [`Arrivals::max_hold`].
+    held_since: Option<Instant>,
+    arrivals: Arc<Arrivals>,
     /// Moves of a member still moving in from its previous group, in order: each goes once
     /// every shard has handed the member over (a member is in two groups at most).
     deferred_moves: Vec<Move>,
@@ -60,11 +67,13 @@ struct Move {
     member: MemberId,
 }
 
-/// A group's live changes held.
+/// A group's live changes held: merged as they come (a path changed again replaces its
+/// change in place, and what it was is freed), so holding costs one entry per path.
 #[derive(Default)]
 struct Held {
-    /// (shard, entries) in arrival order.
-    batches: Vec<(usize, Vec<Entry>)>,
+    changes: Merged,
+    /// The shards they came from, in order of their first change.
+    shards: Vec<usize>,
     /// The oldest receipt behind them (for the written-latency histogram).
     received: Option<Instant>,
 }
@@ -79,6 +88,7 @@ impl UpdateWorker {
         limits: WriteQueueLimits,
         shard_tx: Option<ShardChannels>,
         telemetry: Arc<Telemetry>,
+        arrivals: Arc<Arrivals>,
     ) -> UpdateWorker {
         UpdateWorker {
             index,
@@ -94,6 +104,8 @@ impl UpdateWorker {
             first_dumps: HashMap::new(),
             held: BTreeMap::new(),
             held_entries: 0,
+            held_since: None,
+            arrivals,
             deferred_moves: Vec::new(),
             dumped: 0,
         }
@@ -164,7 +176,23 @@ impl UpdateWorker {
     }
 
     /// Encodes the live changes held for the groups that are ready, or for all (`all`).
+    /// Not while routes are still arriving (a prefix's better path may be among them), for
+    /// up to [`Arrivals::max_hold`].
     pub(super) fn pack_held(&mut self, all: bool) {
+        let arriving = self.arrivals.busy()
+            && self
+                .held_since
+                .is_some_and(|t| t.elapsed() < self.arrivals.max_hold());
+        // Past the bound: everything goes. While routes arrive the bound is larger, unless
+        // a member is behind (what it is handed past its high-water mark stays one batch).
+        let over = self.held_entries >= HELD_ENTRIES
+            && !(arriving
+                && self.held_entries < HELD_WHILE_ARRIVING
+                && self.groups.values().all(UpdateGroup::in_step));
+        let all = all || over;
+        if !all && arriving {
+            return;
+        }
         let groups = &self.groups;
         let ready: Vec<GroupId> = self
             .held
@@ -179,15 +207,20 @@ impl UpdateWorker {
 
     /// Encodes the live changes held for one group, together.
     fn pack_group(&mut self, group: GroupId) {
-        let Some(Held { batches, received }) = self.held.remove(&group) else {
+        let Some(Held {
+            changes,
+            shards,
+            received,
+        }) = self.held.remove(&group)
+        else {
             return;
         };
-        let entries: usize = batches.iter().map(|(_, e)| e.len()).sum();
-        self.held_entries = self.held_entries.saturating_sub(entries);
+        self.held_entries = self.held_entries.saturating_sub(changes.len());
+        if self.held.is_empty() {
+            self.held_since = None;
+        }
         if let Some(g) = self.groups.get_mut(&group) {
-            let refs: Vec<(usize, &[Entry])> =
-                batches.iter().map(|(s, e)| (*s, e.as_slice())).collect();
-            g.live_batches(&refs);
+            g.live_distinct(&shards, &changes.entries);
             if let Some(at) = received {
                 let telemetry = &self.telemetry;
                 self.written
@@ -388,15 +421,19 @@ impl UpdateWorker {
                 entries,
                 received,
             } => {
-                self.held_entries += entries.len();
+                self.held_since.get_or_insert_with(Instant::now);
                 let h = self.held.entry(group).or_default();
-                h.batches.push((shard, entries));
+                self.held_entries += h.changes.extend(entries);
+                if !h.shards.contains(&shard) {
+                    h.shards.push(shard);
+                }
                 h.received = match (h.received, received) {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
                 if self.held_entries >= HELD_ENTRIES {
-                    self.pack_held(true);
+                    // Past the bound (larger while routes are still arriving).
+                    self.pack_held(false);
                 }
             }
             ToUpdate::Marker { peer, token, .. } => {

@@ -10,7 +10,7 @@ use super::{
     SessionError, SessionStatus, Stamped, Stop,
 };
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
-use crate::pipeline::{Batcher, Inlet, Joined, Pipeline, Routed};
+use crate::pipeline::{ArrivalFlag, Batcher, Inlet, Joined, Pipeline, Routed};
 use crate::socket::{self, ConnectOptions};
 use bytes::Bytes;
 use ribshard_fsm::{Action, Config as FsmConfig, Event, Fsm, State};
@@ -170,6 +170,11 @@ pub(super) struct Session {
     notified: Option<Notification>,
     /// UPDATEs handled and not yet counted in the status ([`Session::publish_received`]).
     pub(super) unpublished_updates: u64,
+    /// Raised while this neighbor has routes still to come: more to read from the socket
+    /// (`unread`, as of the last read), or routes not yet handed on
+    /// ([`crate::pipeline::Arrivals`]: update groups hold their changes meanwhile).
+    arriving: Option<ArrivalFlag>,
+    unread: bool,
 }
 
 impl Session {
@@ -207,6 +212,8 @@ impl Session {
             output_of: 0,
             end_of_rib: [false; 2],
             tap,
+            arriving: pipeline.as_ref().map(|p| p.arrivals().flag()),
+            unread: false,
             pipeline,
             inlet: Inlet::new(),
             tapped: VecDeque::new(),
@@ -306,6 +313,12 @@ impl Session {
                     // Hand routes on when the batch is full or nothing more is buffered.
                     let max_len = self.max_len();
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
+                    self.unread = more || self.conn.as_ref().is_some_and(|c| c.unread_bytes() > 0);
+                    if self.unread {
+                        if let Some(p) = &self.pipeline {
+                            p.arrivals().streaming();
+                        }
+                    }
                     if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                         self.flush_routes();
                         self.publish_received();
@@ -339,6 +352,7 @@ impl Session {
                 }
             }
             self.sync_output();
+            self.note_arriving();
             crate::telemetry::session_item(began.elapsed());
         }
     }
@@ -350,6 +364,18 @@ impl Session {
     /// it is handed on, which needs more reading first.
     pub(super) fn nothing_pending(&self) -> bool {
         self.inlet.is_empty() && self.tapped.front().is_none_or(|t| t.mark.is_none())
+    }
+
+    /// Raises or lowers this session's part of [`crate::pipeline::Arrivals`]: routes are
+    /// still coming while an Established neighbor has more unread or ours wait to be handed
+    /// on.
+    fn note_arriving(&mut self) {
+        let more = self.conn.is_some()
+            && self.fsm.state() == State::Established
+            && (self.unread || !self.inlet.is_empty());
+        if let Some(f) = self.arriving.as_mut() {
+            f.set(more);
+        }
     }
 
     fn may_read(&self) -> bool {

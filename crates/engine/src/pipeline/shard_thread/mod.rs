@@ -8,6 +8,7 @@ use super::give_back;
 use super::lanes::blocking;
 use super::stream::{Passed, Tap};
 use super::update_thread::UpdateWorker;
+use super::{ArrivalFlag, Arrivals};
 use super::{
     Broadcast, Handover, Membership, PipelineConfig, RouteChunk, RouteQuery, ShardStats, ToShard,
     ToUpdate, BATCH, WALK_BUDGET, WITHDRAW,
@@ -206,6 +207,9 @@ pub(super) struct ShardWorker {
     /// The subscribers of the change stream besides update-group export
     /// ([`super::stream`]), each one's part in this shard.
     taps: Vec<Box<dyn Tap>>,
+    /// Raised while messages wait in this shard's queue: routes still arriving
+    /// ([`super::Arrivals`]).
+    queued: ArrivalFlag,
 }
 
 /// A member held back by the start-up deferral, and the dump it will get (token 0, the
@@ -233,6 +237,7 @@ impl ShardWorker {
         updates: (Vec<mpsc::Sender<ToUpdate>>, Vec<Arc<QueueStats>>),
         inline: Option<UpdateWorker>,
         telemetry: Arc<Telemetry>,
+        arrivals: &Arc<Arrivals>,
         deferring: Arc<AtomicBool>,
         kinds: Arc<ExportKinds>,
         mut taps: Vec<Box<dyn Tap>>,
@@ -245,7 +250,14 @@ impl ShardWorker {
         }
         let out = if updates.0.is_empty() {
             Out::Inline(Box::new(inline.unwrap_or_else(|| {
-                UpdateWorker::new(0, 1, config.write_queue, None, telemetry.clone())
+                UpdateWorker::new(
+                    0,
+                    1,
+                    config.write_queue,
+                    None,
+                    telemetry.clone(),
+                    arrivals.clone(),
+                )
             })))
         } else {
             Out::Threads(updates.0, updates.1)
@@ -281,6 +293,7 @@ impl ShardWorker {
             paths_before_downs: None,
             moving: HashMap::new(),
             taps,
+            queued: arrivals.flag(),
         }
     }
 
@@ -939,6 +952,7 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 }
                 w.since_drain += 1;
                 let depth = rx.len();
+                w.queued.set(depth > 0);
                 w.stats.queue_high_water = w.stats.queue_high_water.max(depth);
                 queue.depth_seen(depth + 1);
                 // Decide once per burst: changes to a prefix queued twice are decided once.
@@ -958,6 +972,7 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 work.item(took);
             }
             None => {
+                w.queued.set(false);
                 // Nothing to route: walks routing waits for, then questions, then counting.
                 let routing = w.busy();
                 if !routing && !w.deferred.is_empty() && !w.loaded {
