@@ -20,16 +20,16 @@ use std::time::{Duration, Instant};
 /// The longest an update group holds live changes while routes keep arriving: a neighbor
 /// sending without pause (a full table of millions of routes, a flood) must not keep the
 /// others' changes from the members for its whole length.
-pub const MAX_HOLD: Duration = Duration::from_millis(500);
+pub const MAX_HOLD: Duration = Duration::from_secs(2);
 
-/// How long routes count as still arriving after a session last found more waiting to be
-/// read than it took. A neighbor streaming its table is not always running (on a loaded
-/// machine its process waits for a core for a few milliseconds at a time), and the socket
-/// empties meanwhile; a trickle of changes never leaves more waiting, so it never waits.
-pub const STREAM_GRACE: Duration = Duration::from_millis(10);
+/// How long routes count as still arriving after a session last saw its neighbor stream
+/// (a full table's pace: the session decides). A neighbor streaming its table is not always
+/// running (on a loaded machine its process waits for a core for a few milliseconds at a
+/// time), and the socket empties meanwhile; churn, even replayed ten times as fast as
+/// recorded, never comes at that pace, so its changes never wait for the grace.
+pub const STREAM_GRACE: Duration = Duration::from_millis(25);
 
-/// How many inputs have routes still to come, and when a session last found a stream
-/// (more waiting than it took). Shared by every generation of threads (a re-shard keeps
+/// How many inputs have routes still to come, and when a session last saw a stream. Shared by every generation of threads (a re-shard keeps
 /// it), counted by [`ArrivalFlag`]s.
 #[derive(Debug)]
 pub struct Arrivals {
@@ -62,7 +62,7 @@ impl Arrivals {
         at > 0 && self.nanos().saturating_sub(at) < STREAM_GRACE.as_nanos() as u64
     }
 
-    /// A session found more waiting than it took: its neighbor is streaming.
+    /// A session's neighbor is sending at a full table's pace.
     pub fn streaming(&self) {
         self.streamed.store(self.nanos().max(1), Ordering::Relaxed);
     }

@@ -44,7 +44,7 @@ mod shard_thread;
 pub mod stream;
 mod update_thread;
 
-pub use arrivals::{ArrivalFlag, Arrivals, MAX_HOLD};
+pub use arrivals::{ArrivalFlag, Arrivals, MAX_HOLD, STREAM_GRACE};
 pub use batcher::Batcher;
 pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
 pub use inlet::Inlet;

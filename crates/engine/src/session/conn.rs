@@ -152,6 +152,8 @@ pub(crate) struct Conn {
     pub(crate) outgoing: bool,
     pub(crate) write_queue_blocks: u64,
     writer: tokio::task::JoinHandle<()>,
+    /// Octets the last read took ([`Conn::last_read`]).
+    last_read: usize,
 }
 
 /// How long a closed connection may take to write what was queued (a final NOTIFICATION)
@@ -218,6 +220,7 @@ impl Conn {
             outgoing,
             write_queue_blocks: 0,
             writer,
+            last_read: 0,
         }
     }
 
@@ -254,6 +257,11 @@ impl Conn {
 
     pub(crate) fn local_addr(&self) -> Option<std::net::SocketAddr> {
         self.read.local_addr().ok()
+    }
+
+    /// Octets the last read from the socket took.
+    pub(crate) fn last_read(&self) -> usize {
+        self.last_read
     }
 
     /// Octets the kernel holds for us, not read yet (FIONREAD).
@@ -347,7 +355,7 @@ impl Conn {
             }
             match self.read.read_buf(&mut self.buf).await {
                 Ok(0) => return Err(ReadError::Closed(None)),
-                Ok(_) => {}
+                Ok(n) => self.last_read = n,
                 Err(e) => return Err(ReadError::Closed(Some(e))),
             }
         }

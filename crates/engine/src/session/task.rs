@@ -175,7 +175,14 @@ pub(super) struct Session {
     /// ([`crate::pipeline::Arrivals`]: update groups hold their changes meanwhile).
     arriving: Option<ArrivalFlag>,
     unread: bool,
+    /// Since when, and how many octets the reads took ([`Session::note_stream`]).
+    stream_window: (std::time::Instant, usize),
 }
+
+/// A neighbor whose reads take [`STREAM_BYTES`] within this long is streaming.
+const STREAM_WINDOW: Duration = Duration::from_millis(10);
+/// 256 KiB in 10 ms: 25 MB/s, a full table's pace, never churn's.
+const STREAM_BYTES: usize = 256 << 10;
 
 impl Session {
     pub(super) fn new(
@@ -214,6 +221,7 @@ impl Session {
             tap,
             arriving: pipeline.as_ref().map(|p| p.arrivals().flag()),
             unread: false,
+            stream_window: (std::time::Instant::now(), 0),
             pipeline,
             inlet: Inlet::new(),
             tapped: VecDeque::new(),
@@ -313,12 +321,12 @@ impl Session {
                     // Hand routes on when the batch is full or nothing more is buffered.
                     let max_len = self.max_len();
                     let more = self.conn.as_ref().is_some_and(|c| c.has_message(max_len));
-                    self.unread = more || self.conn.as_ref().is_some_and(|c| c.unread_bytes() > 0);
-                    if self.unread {
-                        if let Some(p) = &self.pipeline {
-                            p.arrivals().streaming();
-                        }
-                    }
+                    let (waiting, took) = self
+                        .conn
+                        .as_ref()
+                        .map_or((0, 0), |c| (c.unread_bytes(), c.last_read()));
+                    self.unread = more || waiting > 0;
+                    self.note_stream(began, took);
                     if !more || self.batcher.as_ref().is_some_and(Batcher::is_full) {
                         self.flush_routes();
                         self.publish_received();
@@ -375,6 +383,23 @@ impl Session {
             && (self.unread || !self.inlet.is_empty());
         if let Some(f) = self.arriving.as_mut() {
             f.set(more);
+        }
+    }
+
+    /// Counts what the reads took within [`STREAM_WINDOW`]: past [`STREAM_BYTES`], the
+    /// neighbor is streaming ([`crate::pipeline::Arrivals::streaming`]). A burst of churn
+    /// (a second of a trace, replayed ten times as fast) stays far below it.
+    fn note_stream(&mut self, now: std::time::Instant, took: usize) {
+        let (since, bytes) = &mut self.stream_window;
+        if now.duration_since(*since) > STREAM_WINDOW {
+            *since = now;
+            *bytes = 0;
+        }
+        *bytes += took;
+        if *bytes >= STREAM_BYTES {
+            if let Some(p) = &self.pipeline {
+                p.arrivals().streaming();
+            }
         }
     }
 
