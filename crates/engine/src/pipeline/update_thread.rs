@@ -52,6 +52,10 @@ pub(super) struct UpdateWorker {
     /// ([`Arrivals::busy`]) changes wait for them, up to [`Arrivals::max_hold`].
     held_since: Option<Instant>,
     arrivals: Arc<Arrivals>,
+    /// Whether every member of its groups was in step ([`UpdateGroup::in_step`]), and when
+    /// that was asked: a question to each member's socket, asked at most every
+    /// [`IN_STEP_AGE`] while changes are held.
+    in_step: Option<(Instant, bool)>,
     /// Moves of a member still moving in from its previous group, in order: each goes once
     /// every shard has handed the member over (a member is in two groups at most).
     deferred_moves: Vec<Move>,
@@ -81,6 +85,10 @@ struct Held {
 /// How often held changes look again at their receivers' sockets.
 pub(super) const HOLD_POLL: Duration = Duration::from_millis(1);
 
+/// How long whether every member is in step is taken as known: with a thousand members it
+/// is a thousand questions to the kernel, and held changes look every [`HOLD_POLL`].
+const IN_STEP_AGE: Duration = Duration::from_millis(10);
+
 impl UpdateWorker {
     pub(super) fn new(
         index: usize,
@@ -106,6 +114,7 @@ impl UpdateWorker {
             held_entries: 0,
             held_since: None,
             arrivals,
+            in_step: None,
             deferred_moves: Vec::new(),
             dumped: 0,
         }
@@ -186,9 +195,7 @@ impl UpdateWorker {
         // Past the bound: everything goes. While routes arrive the bound is larger, unless
         // a member is behind (what it is handed past its high-water mark stays one batch).
         let over = self.held_entries >= HELD_ENTRIES
-            && !(arriving
-                && self.held_entries < HELD_WHILE_ARRIVING
-                && self.groups.values().all(UpdateGroup::in_step));
+            && !(arriving && self.held_entries < HELD_WHILE_ARRIVING && self.all_in_step());
         let all = all || over;
         if !all && arriving {
             return;
@@ -203,6 +210,18 @@ impl UpdateWorker {
         for id in ready {
             self.pack_group(id);
         }
+    }
+
+    /// Whether every member of its groups is in step, as of at most [`IN_STEP_AGE`] ago.
+    fn all_in_step(&mut self) -> bool {
+        if let Some((at, yes)) = self.in_step {
+            if at.elapsed() < IN_STEP_AGE {
+                return yes;
+            }
+        }
+        let yes = self.groups.values().all(UpdateGroup::in_step);
+        self.in_step = Some((Instant::now(), yes));
+        yes
     }
 
     /// Encodes the live changes held for one group, together.

@@ -152,8 +152,8 @@ pub(crate) struct Conn {
     pub(crate) outgoing: bool,
     pub(crate) write_queue_blocks: u64,
     writer: tokio::task::JoinHandle<()>,
-    /// Octets the last read took ([`Conn::last_read`]).
-    last_read: usize,
+    /// Octets read since [`Conn::take_read`] last asked.
+    read_since: usize,
 }
 
 /// How long a closed connection may take to write what was queued (a final NOTIFICATION)
@@ -220,7 +220,7 @@ impl Conn {
             outgoing,
             write_queue_blocks: 0,
             writer,
-            last_read: 0,
+            read_since: 0,
         }
     }
 
@@ -259,9 +259,9 @@ impl Conn {
         self.read.local_addr().ok()
     }
 
-    /// Octets the last read from the socket took.
-    pub(crate) fn last_read(&self) -> usize {
-        self.last_read
+    /// Octets read from the socket since the last call.
+    pub(crate) fn take_read(&mut self) -> usize {
+        std::mem::take(&mut self.read_since)
     }
 
     /// Octets the kernel holds for us, not read yet (FIONREAD).
@@ -355,7 +355,7 @@ impl Conn {
             }
             match self.read.read_buf(&mut self.buf).await {
                 Ok(0) => return Err(ReadError::Closed(None)),
-                Ok(n) => self.last_read = n,
+                Ok(n) => self.read_since += n,
                 Err(e) => return Err(ReadError::Closed(Some(e))),
             }
         }
