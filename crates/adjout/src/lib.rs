@@ -18,8 +18,10 @@
 
 mod dump;
 mod encode;
+mod merged;
 
 pub use dump::{DUMP_HOLD_MAX, DUMP_RELEASE};
+pub use merged::Merged;
 
 use bytes::Bytes;
 use dump::HeldDump;
@@ -90,44 +92,6 @@ pub struct Entry {
 
 /// What a withdrawal names: a prefix, and with Add-Path the path's identifier (else 0).
 pub type PathKey = (Prefix, u32);
-
-/// Live changes merged as they come: the last change of each path, in order of its first
-/// appearance. An update thread holding a group's changes keeps them so, and what a path
-/// was before its last change is freed at once.
-#[derive(Default)]
-pub struct Merged {
-    pub entries: Vec<Entry>,
-    at: HashMap<PathKey, usize>,
-}
-
-impl Merged {
-    /// Adds changes; returns how many paths are new here.
-    pub fn extend(&mut self, entries: impl IntoIterator<Item = Entry>) -> usize {
-        let before = self.entries.len();
-        for e in entries {
-            match self.at.entry(e.key()) {
-                hashbrown::hash_map::Entry::Occupied(o) => {
-                    if let Some(slot) = self.entries.get_mut(*o.get()) {
-                        *slot = e;
-                    }
-                }
-                hashbrown::hash_map::Entry::Vacant(v) => {
-                    v.insert(self.entries.len());
-                    self.entries.push(e);
-                }
-            }
-        }
-        self.entries.len() - before
-    }
-
-    pub fn len(&self) -> usize {
-        self.entries.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
-    }
-}
 
 /// Where the changes `live_merged` sends came from: what a member that does not take them
 /// must unlearn is remembered per shard.
@@ -638,7 +602,7 @@ impl UpdateGroup {
         for (_, entries) in batches {
             merged.extend(entries.iter().cloned());
         }
-        self.live_merged(first, Parts::Batches(batches), &merged.entries);
+        self.live_merged(first, Parts::Batches(batches), &merged.into_entries());
     }
 
     /// Live changes from `shards` already merged as they came ([`Merged`]: each path once,

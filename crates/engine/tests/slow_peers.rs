@@ -13,7 +13,7 @@ use common::harness;
 use common::peers::{ebgp_peer, params};
 use common::rawpeer::RawPeer;
 use ribshard_adjout::{MemberStats, WriteQueueLimits};
-use ribshard_engine::pipeline::{Pipeline, BATCH, HELD_ENTRIES};
+use ribshard_engine::pipeline::{Pipeline, HELD_ENTRIES};
 use ribshard_engine::{PeerSettings, Sessions};
 use ribshard_fsm::State;
 use ribshard_rib::attrs::{next_hop_of, normalized_key};
@@ -247,14 +247,14 @@ async fn a_member_that_stops_reading_is_split_off_and_catches_up() {
         .await
         .expect("fast member's stats");
     // What the slow member was handed is bounded by the high-water mark, not by the table.
-    // Its write queue took batches until it held more than the mark, and the batch that
-    // crossed it went whole: at most HELD_ENTRIES + BATCH changes, each one UPDATE here (of
-    // the same size: no more than the in-step member's octets per announced prefix). The
-    // rest went into the socket, which the kernel holds (its send buffer) since the peer
-    // reads nothing.
+    // Its write queue took parts of the group's changes until it held more than the mark,
+    // and the part that crossed it went whole: at most HELD_ENTRIES changes, each one
+    // UPDATE here (of the same size: no more than the in-step member's octets per announced
+    // prefix), even though the whole table was held while it arrived. The rest went into
+    // the socket, which the kernel holds (its send buffer) since the peer reads nothing.
     let queued = sessions.peers[2].output_queue().octets;
     let per_prefix = f.bytes_sent / u64::from(FIRST + LATER);
-    let one_batch = (HELD_ENTRIES + BATCH) as u64 * per_prefix;
+    let one_batch = HELD_ENTRIES as u64 * per_prefix;
     assert!(
         queued <= HIGH_WATER as u64 + one_batch,
         "slow member's queue holds {queued} octets; high-water mark {HIGH_WATER}, one batch {one_batch}"

@@ -78,16 +78,17 @@ pub const UPDATE_QUEUE: usize = 256;
 /// Prefixes per session batch before it is handed on.
 pub const BATCH: usize = 4096;
 /// Live changes an update thread holds for packing before it encodes them regardless
-/// (bounds the memory and the delay a steady stream could add). A shard's message holds at
-/// most [`BATCH`] entries, so one encoding of a group's live changes covers fewer than
-/// `HELD_ENTRIES + BATCH`: that is also how far past its high-water mark a member's write
-/// queue can go before it is split off (a batch goes to a member whole or not at all).
+/// (bounds the memory and the delay a steady stream could add), and the most a group
+/// encodes at once from what it holds: a part goes to a member whole or not at all, so
+/// that is how far past its high-water mark a member's write queue can go before it is
+/// split off. (Held changes that must go before a membership change, a marker or a
+/// barrier go at once, whole.)
 pub const HELD_ENTRIES: usize = 65_536;
 /// Live changes an update thread holds while routes are still arriving ([`Arrivals`]),
-/// up to [`MAX_HOLD`], as long as no member of its groups is behind (one that is keeps the
-/// bound above): enough for the changes two full tables make together (about 500,000 for
-/// 330,000 prefixes), so none of their prefixes goes out before its last path came. About
-/// 40 octets each, freed as they are packed.
+/// up to [`MAX_HOLD`], as long as no member of its groups is behind: enough for the changes
+/// two full tables make together (about 500,000 for 330,000 prefixes), so none of their
+/// prefixes goes out before its last path came. About 40 octets each, freed as they are
+/// packed; they leave in parts of [`HELD_ENTRIES`], each once a member can take it.
 pub const HELD_WHILE_ARRIVING: usize = 1 << 20;
 /// Prefixes a shard walks (peer down, table dump) between two looks at its queue.
 pub const WALK_BUDGET: usize = 4096;

@@ -10,7 +10,9 @@ use super::{
     HELD_WHILE_ARRIVING,
 };
 use crate::telemetry::{register, Histogram, QueueStats, Telemetry, ThreadKind};
-use ribshard_adjout::{DumpRequest, GroupId, MemberId, Merged, UpdateGroup, WriteQueueLimits};
+use ribshard_adjout::{
+    DumpRequest, Entry, GroupId, MemberId, Merged, UpdateGroup, WriteQueueLimits,
+};
 use ribshard_rib::PeerIndex;
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -48,6 +50,10 @@ pub(super) struct UpdateWorker {
     /// what all shards sent at once, and a busy receiver's changes merge while it is busy.
     held: BTreeMap<GroupId, Held>,
     held_entries: usize,
+    /// Changes held beyond what went out since: past [`HELD_ENTRIES`] the next part of
+    /// every group's goes whether its receivers can take it or not (changes come faster
+    /// than they leave), which bounds what is held.
+    fresh: usize,
     /// When the oldest change held now arrived: while routes keep arriving
     /// ([`Arrivals::busy`]) changes wait for them, up to [`Arrivals::max_hold`].
     held_since: Option<Instant>,
@@ -112,6 +118,7 @@ impl UpdateWorker {
             first_dumps: HashMap::new(),
             held: BTreeMap::new(),
             held_entries: 0,
+            fresh: 0,
             held_since: None,
             arrivals,
             in_step: None,
@@ -184,31 +191,46 @@ impl UpdateWorker {
         !self.held.is_empty()
     }
 
-    /// Encodes the live changes held for the groups that are ready, or for all (`all`).
-    /// Not while routes are still arriving (a prefix's better path may be among them), for
-    /// up to [`Arrivals::max_hold`].
+    /// Encodes the live changes held: all of them for every group (`all`: what follows must
+    /// come after them), or the next part of each group's whose receivers can take it.
     pub(super) fn pack_held(&mut self, all: bool) {
+        if all {
+            let ids: Vec<GroupId> = self.held.keys().copied().collect();
+            for id in ids {
+                self.pack_group(id);
+            }
+        } else {
+            self.pack_due(false);
+        }
+    }
+
+    /// Encodes the next part ([`HELD_ENTRIES`] changes at most) of each group's held changes
+    /// whose receivers can take it, or (`forced`, held changes grow faster than they leave)
+    /// of every group's. Not while routes are still arriving (a prefix's better path may
+    /// be among them), for up to [`Arrivals::max_hold`], unless forced; and forced only
+    /// past [`HELD_WHILE_ARRIVING`] while every member is in step.
+    ///
+    /// A part goes to each member whole, so a member behind takes at most one past its
+    /// high-water mark before it is split off; the next part waits for a member in step to
+    /// take it, so one in step is not split off by a backlog handed at once.
+    fn pack_due(&mut self, forced: bool) {
         let arriving = self.arrivals.busy()
             && self
                 .held_since
                 .is_some_and(|t| t.elapsed() < self.arrivals.max_hold());
-        // Past the bound: everything goes. While routes arrive the bound is larger, unless
-        // a member is behind (what it is handed past its high-water mark stays one batch).
-        let over = self.held_entries >= HELD_ENTRIES
-            && !(arriving && self.held_entries < HELD_WHILE_ARRIVING && self.all_in_step());
-        let all = all || over;
-        if !all && arriving {
+        if arriving && (!forced || (self.held_entries < HELD_WHILE_ARRIVING && self.all_in_step()))
+        {
             return;
         }
         let groups = &self.groups;
-        let ready: Vec<GroupId> = self
+        let due: Vec<GroupId> = self
             .held
-            .iter()
-            .filter(|(id, _)| all || groups.get(*id).is_none_or(UpdateGroup::ready))
-            .map(|(id, _)| *id)
+            .keys()
+            .filter(|id| forced || groups.get(*id).is_none_or(UpdateGroup::ready))
+            .copied()
             .collect();
-        for id in ready {
-            self.pack_group(id);
+        for id in due {
+            self.pack_part(id);
         }
     }
 
@@ -226,20 +248,42 @@ impl UpdateWorker {
 
     /// Encodes the live changes held for one group, together.
     fn pack_group(&mut self, group: GroupId) {
-        let Some(Held {
-            changes,
-            shards,
-            received,
-        }) = self.held.remove(&group)
-        else {
+        if let Some(h) = self.held.remove(&group) {
+            if self.held.is_empty() {
+                self.held_since = None;
+            }
+            let shards = h.shards;
+            self.send_live(group, &shards, h.changes.into_entries(), h.received);
+        }
+    }
+
+    /// Encodes the oldest [`HELD_ENTRIES`] live changes held for one group; the rest wait.
+    fn pack_part(&mut self, group: GroupId) {
+        let Some(h) = self.held.get_mut(&group) else {
             return;
         };
-        self.held_entries = self.held_entries.saturating_sub(changes.len());
-        if self.held.is_empty() {
-            self.held_since = None;
+        if h.changes.len() <= HELD_ENTRIES {
+            self.pack_group(group);
+            return;
         }
+        let part = h.changes.take_front(HELD_ENTRIES);
+        let shards = h.shards.clone();
+        // The oldest receipt went with the first part; later ones count from their own.
+        let received = h.received.take();
+        self.send_live(group, &shards, part, received);
+    }
+
+    fn send_live(
+        &mut self,
+        group: GroupId,
+        shards: &[usize],
+        changes: Vec<Entry>,
+        received: Option<Instant>,
+    ) {
+        self.held_entries = self.held_entries.saturating_sub(changes.len());
+        self.fresh = self.fresh.saturating_sub(changes.len());
         if let Some(g) = self.groups.get_mut(&group) {
-            g.live_distinct(&shards, &changes.entries);
+            g.live_distinct(shards, &changes);
             if let Some(at) = received {
                 let telemetry = &self.telemetry;
                 self.written
@@ -442,7 +486,9 @@ impl UpdateWorker {
             } => {
                 self.held_since.get_or_insert_with(Instant::now);
                 let h = self.held.entry(group).or_default();
-                self.held_entries += h.changes.extend(entries);
+                let added = h.changes.extend(entries);
+                self.held_entries += added;
+                self.fresh += added;
                 if !h.shards.contains(&shard) {
                     h.shards.push(shard);
                 }
@@ -450,9 +496,9 @@ impl UpdateWorker {
                     (Some(a), Some(b)) => Some(a.min(b)),
                     (a, b) => a.or(b),
                 };
-                if self.held_entries >= HELD_ENTRIES {
+                if self.fresh >= HELD_ENTRIES {
                     // Past the bound (larger while routes are still arriving).
-                    self.pack_held(false);
+                    self.pack_due(true);
                 }
             }
             ToUpdate::Marker { peer, token, .. } => {
