@@ -50,7 +50,7 @@ pub(super) struct UpdateWorker {
     /// what all shards sent at once, and a busy receiver's changes merge while it is busy.
     held: BTreeMap<GroupId, Held>,
     held_entries: usize,
-    /// Changes held beyond what went out since: past [`HELD_ENTRIES`] the next part of
+    /// Changes held since a part last went out: past [`HELD_ENTRIES`] the next part of
     /// every group's goes whether its receivers can take it or not (changes come faster
     /// than they leave), which bounds what is held.
     fresh: usize,
@@ -58,6 +58,9 @@ pub(super) struct UpdateWorker {
     /// ([`Arrivals::busy`]) changes wait for them, up to [`Arrivals::max_hold`].
     held_since: Option<Instant>,
     arrivals: Arc<Arrivals>,
+    /// More messages wait in its own queue behind the one in hand: the shards' changes
+    /// still arriving here, after every input upstream has lowered its flag.
+    behind: bool,
     /// Whether every member of its groups was in step ([`UpdateGroup::in_step`]), and when
     /// that was asked: a question to each member's socket, asked at most every
     /// [`IN_STEP_AGE`] while changes are held.
@@ -121,6 +124,7 @@ impl UpdateWorker {
             fresh: 0,
             held_since: None,
             arrivals,
+            behind: false,
             in_step: None,
             deferred_moves: Vec::new(),
             dumped: 0,
@@ -195,6 +199,12 @@ impl UpdateWorker {
     /// come after them), or the next part of each group's whose receivers can take it.
     pub(super) fn pack_held(&mut self, all: bool) {
         if all {
+            if self.holding() {
+                tracing::debug!(
+                    held = self.held_entries,
+                    "held live changes go out before a message that must follow them"
+                );
+            }
             let ids: Vec<GroupId> = self.held.keys().copied().collect();
             for id in ids {
                 self.pack_group(id);
@@ -214,7 +224,7 @@ impl UpdateWorker {
     /// high-water mark before it is split off; the next part waits for a member in step to
     /// take it, so one in step is not split off by a backlog handed at once.
     fn pack_due(&mut self, forced: bool) {
-        let arriving = self.arrivals.busy()
+        let arriving = (self.behind || self.arrivals.busy())
             && self
                 .held_since
                 .is_some_and(|t| t.elapsed() < self.arrivals.max_hold());
@@ -229,8 +239,24 @@ impl UpdateWorker {
             .filter(|id| forced || groups.get(*id).is_none_or(UpdateGroup::ready))
             .copied()
             .collect();
+        if !due.is_empty() {
+            tracing::debug!(
+                forced,
+                arriving,
+                held = self.held_entries,
+                fresh = self.fresh,
+                groups = due.len(),
+                "held live changes go out"
+            );
+        }
+        let packed = !due.is_empty();
         for id in due {
             self.pack_part(id);
+        }
+        if packed {
+            // What is held now waits for a member that can take it; only changes coming
+            // faster than it goes force the next part.
+            self.fresh = 0;
         }
     }
 
@@ -257,7 +283,8 @@ impl UpdateWorker {
         }
     }
 
-    /// Encodes the oldest [`HELD_ENTRIES`] live changes held for one group; the rest wait.
+    /// Encodes [`HELD_ENTRIES`] of the live changes held for one group (whole attribute sets,
+    /// [`Merged::take_part`]); the rest wait.
     fn pack_part(&mut self, group: GroupId) {
         let Some(h) = self.held.get_mut(&group) else {
             return;
@@ -266,7 +293,7 @@ impl UpdateWorker {
             self.pack_group(group);
             return;
         }
-        let part = h.changes.take_front(HELD_ENTRIES);
+        let part = h.changes.take_part(HELD_ENTRIES);
         let shards = h.shards.clone();
         // The oldest receipt went with the first part; later ones count from their own.
         let received = h.received.take();
@@ -629,6 +656,7 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: 
             match rx.try_recv() {
                 Ok(m) => m,
                 Err(mpsc::error::TryRecvError::Empty) => {
+                    w.behind = false;
                     w.pack_held(false);
                     if w.holding() {
                         std::thread::sleep(HOLD_POLL);
@@ -655,6 +683,7 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: 
             }
             _ => {}
         }
+        w.behind = !rx.is_empty();
         w.queue_high_water = w.queue_high_water.max(rx.len() + 1);
         queue.depth_seen(rx.len() + 1);
         let began = Instant::now();
@@ -662,6 +691,7 @@ pub(super) fn run(mut w: UpdateWorker, mut rx: mpsc::Receiver<ToUpdate>, queue: 
         // Nothing more waiting: what the shards sent so far goes out, packed together, to
         // the groups whose receivers can take it.
         if rx.is_empty() {
+            w.behind = false;
             w.pack_held(false);
         }
         work.item(began.elapsed());

@@ -945,6 +945,10 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 return;
             }
             Some(m) => {
+                // Routes in hand count as arriving until decided and handed on: an update
+                // thread that saw no input busy in between would send what it holds while
+                // this shard's last decisions are still on their way to it.
+                w.queued.set(true);
                 w.shard.set_clock(ribshard_rib::clock::now());
                 if !w.handle(m) {
                     w.drain();
@@ -952,13 +956,13 @@ pub(super) fn run(mut w: ShardWorker, mut rx: mpsc::Receiver<ToShard>, queue: Ar
                 }
                 w.since_drain += 1;
                 let depth = rx.len();
-                w.queued.set(depth > 0);
                 w.stats.queue_high_water = w.stats.queue_high_water.max(depth);
                 queue.depth_seen(depth + 1);
                 // Decide once per burst: changes to a prefix queued twice are decided once.
                 if depth == 0 || w.since_drain >= 16 {
                     w.drain();
                 }
+                w.queued.set(depth > 0);
                 if depth == 0 {
                     w.pack_inline(false);
                 }
