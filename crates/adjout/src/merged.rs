@@ -17,6 +17,10 @@ pub struct Merged {
     paths: HashMap<PathKey, Change>,
     /// The next path's place in the order.
     next: u32,
+    /// Places below this were cut into parts by [`Merged::plan`]...
+    planned: u32,
+    /// ...and those below this have gone.
+    taken: u32,
 }
 
 /// A path's last change, and its place in the order of first appearance.
@@ -62,24 +66,46 @@ impl Merged {
             c.seq = seqs.binary_search(&c.seq).unwrap_or(0) as u32;
         }
         self.next = seqs.len() as u32;
+        (self.planned, self.taken) = (0, 0);
     }
 
     /// About `n` changes taken out (all if fewer are held): whole attribute sets (the
-    /// withdrawals one more), in order of first appearance, and of the last one only its
-    /// first paths to fit. Parts cut by arrival order would split a set over several
-    /// parts, and an UPDATE more for each; cut so, a table in parts takes one more UPDATE
-    /// per part than the table at once.
+    /// withdrawals one more), in order of first appearance, the last one cut at the
+    /// budget. Parts cut by arrival order would split a set over several parts, and an
+    /// UPDATE more for each; cut so, a table in parts takes one more UPDATE per part than
+    /// the table at once. Paths that come while planned parts are still held wait for the
+    /// next plan (a path changed again keeps its part).
     pub fn take_part(&mut self, n: usize) -> Vec<Entry> {
         if n >= self.paths.len() {
             return std::mem::take(self).into_entries();
         }
-        // Each set's size and first place: by pointer first (cheap), then by content
-        // (shards intern attribute sets apart).
+        if self.taken >= self.planned {
+            self.plan();
+        }
+        let end = self
+            .taken
+            .saturating_add(u32::try_from(n).unwrap_or(u32::MAX))
+            .min(self.planned);
+        self.taken = end;
+        let mut part: Vec<(u32, Entry)> = self
+            .paths
+            .extract_if(|_, c| c.seq < end)
+            .map(|(key, c)| (c.seq, entry(key, c)))
+            .collect();
+        part.sort_unstable_by_key(|(seq, _)| *seq);
+        part.into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// Places every path held again, from 0, each attribute set's together, the sets in
+    /// order of first appearance (by pointer first, cheap, then by content: shards intern
+    /// attribute sets apart); parts are then runs of places. Once for all the parts of
+    /// what is held, not once a part.
+    fn plan(&mut self) {
         struct Set {
-            size: usize,
+            size: u32,
             first: u32,
-            /// Paths placed before this go with the part.
-            below: u32,
+            /// Its first place in the new order, then the next free one.
+            at: u32,
         }
         let mut sets: Vec<Set> = Vec::new();
         let mut by_ptr: HashMap<*const Exported, usize> = HashMap::new();
@@ -93,7 +119,7 @@ impl Merged {
                         sets.push(Set {
                             size: 0,
                             first: u32::MAX,
-                            below: 0,
+                            at: 0,
                         });
                         sets.len() - 1
                     };
@@ -108,47 +134,24 @@ impl Merged {
                 }
             }
         }
-        // Whole sets while they fit; the last one cut at the budget, its first paths.
         let mut order: Vec<usize> = (0..sets.len()).collect();
         order.sort_unstable_by_key(|i| sets.get(*i).map_or(u32::MAX, |s| s.first));
-        let mut left = n;
-        let mut cut = None;
+        let mut at = 0;
         for i in order {
-            let Some(s) = sets.get_mut(i) else { continue };
-            if s.size <= left {
-                s.below = u32::MAX;
-                left -= s.size;
-            } else {
-                cut = Some((i, left));
-                break;
-            }
-            if left == 0 {
-                break;
+            if let Some(s) = sets.get_mut(i) {
+                s.at = at;
+                at += s.size;
             }
         }
-        let set_of = |c: &Change| {
+        // Within a set the order does not matter (its paths share UPDATEs).
+        for c in self.paths.values_mut() {
             let ptr = c.exported.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
-            by_ptr.get(&ptr).copied().unwrap_or(usize::MAX)
-        };
-        if let Some((i, k)) = cut.filter(|(_, k)| *k > 0) {
-            let mut seqs: Vec<u32> = self
-                .paths
-                .values()
-                .filter(|c| set_of(c) == i)
-                .map(|c| c.seq)
-                .collect();
-            seqs.sort_unstable();
-            if let (Some(s), Some(q)) = (sets.get_mut(i), seqs.get(k)) {
-                s.below = *q;
+            if let Some(s) = by_ptr.get(&ptr).and_then(|i| sets.get_mut(*i)) {
+                c.seq = s.at;
+                s.at += 1;
             }
         }
-        let mut part: Vec<(u32, Entry)> = self
-            .paths
-            .extract_if(|_, c| sets.get(set_of(c)).is_some_and(|s| c.seq < s.below))
-            .map(|(key, c)| (c.seq, entry(key, c)))
-            .collect();
-        part.sort_unstable_by_key(|(seq, _)| *seq);
-        part.into_iter().map(|(_, e)| e).collect()
+        (self.planned, self.taken, self.next) = (at, 0, at);
     }
 
     /// All the changes, in order.
@@ -233,19 +236,27 @@ mod tests {
             announce(7, b'b'),
             announce(8, b'b'),
         ]);
-        // 6: all of a, both withdrawals, and the first of b.
-        assert_eq!(
-            prefixes(&m.take_part(6)),
-            vec![p(1), p(2), p(3), p(4), p(5), p(6)]
-        );
+        // 6: all of a, both withdrawals, and one of b.
+        let first = sorted(m.take_part(6));
+        let b: Vec<Prefix> = [4, 7, 8].map(p).to_vec();
+        let (of_b, rest): (Vec<Prefix>, Vec<Prefix>) = first.iter().partition(|x| b.contains(x));
+        assert_eq!(rest, vec![p(1), p(2), p(3), p(5), p(6)]);
+        assert_eq!(of_b.len(), 1);
         assert_eq!(m.len(), 2);
-        // p(1) left with the first part: new again; p(8) is still held: replaced in place.
-        assert_eq!(m.extend([announce(8, b'c'), announce(1, b'b')]), 1);
-        // b = {7, 1} now, c = {8} first: 7 came first, so b leads.
-        assert_eq!(prefixes(&m.take_part(2)), vec![p(7), p(1)]);
-        assert_eq!(prefixes(&m.take_part(2)), vec![p(8)]);
+        // p(1) left with the first part: new again, and waits for the planned rest of b.
+        assert_eq!(m.extend([announce(1, b'b')]), 1);
+        let second = sorted(m.take_part(2));
+        assert_eq!(second.len(), 2);
+        assert!(second.iter().all(|x| b.contains(x) && !of_b.contains(x)));
+        assert_eq!(prefixes(&m.take_part(2)), vec![p(1)]);
         assert!(m.is_empty());
         assert!(m.take_part(1).is_empty());
+    }
+
+    fn sorted(v: Vec<Entry>) -> Vec<Prefix> {
+        let mut v = prefixes(&v);
+        v.sort();
+        v
     }
 
     #[test]
