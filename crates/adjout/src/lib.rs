@@ -336,24 +336,22 @@ impl UpdateGroup {
     /// the live stream can take them (see [`PACK_BELOW`]), or none follows it (what is
     /// withdrawn meanwhile is remembered per member, so holding would gain nothing).
     pub fn ready(&self) -> bool {
-        let mut following = self
-            .members
-            .iter()
-            .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l))
-            .peekable();
+        let mut following = self.following().peekable();
         // Our own queue first: asking the kernel is a system call, per member.
-        following.peek().is_none()
-            || following.any(|m| m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW)
+        following.peek().is_none() || following.any(can_take_more)
     }
 
     /// Whether every member following the live stream can take more now (none is behind):
-    /// only then may the group's changes be held long, since a batch goes to a member whole.
+    /// only then may the group's changes be held long, since a part goes to a member whole.
     pub fn in_step(&self) -> bool {
-        let mut following = self
-            .members
+        self.following().all(can_take_more)
+    }
+
+    /// The members following the live stream of some shard (not split off).
+    fn following(&self) -> impl Iterator<Item = &Member> {
+        self.members
             .iter()
-            .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l));
-        following.all(|m| m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW)
+            .filter(|m| m.state != State::Slow && m.live.iter().any(|l| *l))
     }
 
     /// A new member; it gets nothing until the shards dump the table to it under `token`
@@ -821,6 +819,11 @@ fn sources(entries: &[Entry]) -> HashSet<u32> {
         .filter(|e| e.exported.is_some())
         .map(|e| e.source)
         .collect()
+}
+
+/// Whether a member has little waiting to leave, in our queue and the kernel's.
+fn can_take_more(m: &Member) -> bool {
+    m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW
 }
 
 /// Whether an entry advertises a path learned from this member.
