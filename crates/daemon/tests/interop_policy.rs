@@ -163,21 +163,7 @@ fn protocol_line(b: &Bird) -> String {
 
 /// ROUTE-REFRESH messages ribshard sent a neighbor, from its API.
 fn refreshes_sent(sock: &Path, neighbor: &str) -> u64 {
-    let out = Command::new(env!("CARGO_BIN_EXE_ribshard"))
-        .args([
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            "show",
-            "bgp",
-            "neighbor",
-            neighbor,
-        ])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-    let n = if v.is_array() { &v[0] } else { &v };
-    n["counters"]["sent"]["route_refresh"]
+    neighbor_json(sock, neighbor)["counters"]["sent"]["route_refresh"]
         .as_u64()
         .unwrap_or(u64::MAX)
 }
@@ -279,6 +265,11 @@ fn policies_filter_and_rewrite_and_change_with_sessions_kept() {
     // Reload: the blackhole term goes, the MED becomes 88.
     let before = (protocol_line(&up), protocol_line(&down));
     assert!(before.0.contains("Established") && before.1.contains("Established"));
+    let history = [
+        session_history(&sock, "127.0.0.41"),
+        session_history(&sock, "127.0.0.45"),
+    ];
+    assert!(history.iter().all(|h| h.0 >= 1), "{history:?}");
     let refreshes = refreshes_sent(&sock, "127.0.0.41");
     std::fs::write(
         dir.join("ribshard.toml"),
@@ -305,10 +296,18 @@ fn policies_filter_and_rewrite_and_change_with_sessions_kept() {
         "{log}"
     );
     assert!(log.contains("export policy changed"), "{log}");
+    let after = (protocol_line(&up), protocol_line(&down));
+    assert!(
+        after.0.contains("Established") && after.1.contains("Established"),
+        "{after:?}"
+    );
     assert_eq!(
-        (protocol_line(&up), protocol_line(&down)),
-        before,
-        "both BIRD sessions kept up"
+        [
+            session_history(&sock, "127.0.0.41"),
+            session_history(&sock, "127.0.0.45"),
+        ],
+        history,
+        "both sessions kept up: {before:?} then {after:?}"
     );
     assert_eq!(
         refreshes_sent(&sock, "127.0.0.41"),

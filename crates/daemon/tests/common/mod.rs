@@ -65,6 +65,40 @@ pub fn socket(dir: &Path) -> PathBuf {
     dir.join("ribshard.sock")
 }
 
+/// A neighbor's entry of `show bgp neighbor ADDRESS --json` from the API at `sock`.
+pub fn neighbor_json(sock: &Path, neighbor: &str) -> serde_json::Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_ribshard"))
+        .args([
+            "--socket",
+            sock.to_str().unwrap(),
+            "--json",
+            "show",
+            "bgp",
+            "neighbor",
+            neighbor,
+        ])
+        .output()
+        .unwrap();
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    if v.is_array() {
+        v[0].clone()
+    } else {
+        v
+    }
+}
+
+/// A neighbor's session history from ribshard's API: (established transitions, flaps). A
+/// session reset on either side shows in both. (BIRD's "since" column is no witness: it is
+/// kept on the monotonic clock and printed as wall time, a millisecond either way from one
+/// `show protocols` to the next.)
+pub fn session_history(sock: &Path, neighbor: &str) -> (u64, u64) {
+    let n = neighbor_json(sock, neighbor);
+    (
+        n["established_transitions"].as_u64().unwrap_or(u64::MAX),
+        n["flaps"].as_u64().unwrap_or(u64::MAX),
+    )
+}
+
 /// What the ribshard started in `dir` has logged.
 pub fn log_of(dir: &Path) -> String {
     std::fs::read_to_string(dir.join("ribshard.log")).unwrap_or_default()
