@@ -67,19 +67,13 @@ pub fn socket(dir: &Path) -> PathBuf {
 
 /// A neighbor's entry of `show bgp neighbor ADDRESS --json` from the API at `sock`.
 pub fn neighbor_json(sock: &Path, neighbor: &str) -> serde_json::Value {
-    let out = Command::new(env!("CARGO_BIN_EXE_ribshard"))
-        .args([
-            "--socket",
-            sock.to_str().unwrap(),
-            "--json",
-            "show",
-            "bgp",
-            "neighbor",
-            neighbor,
-        ])
-        .output()
-        .unwrap();
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    let (out, _) = operator::cli(sock, &["--json", "show", "bgp", "neighbor", neighbor]);
+    // The first JSON value of the output (what the client wrote to stderr comes after).
+    let v: serde_json::Value = serde_json::Deserializer::from_str(&out)
+        .into_iter()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     if v.is_array() {
         v[0].clone()
     } else {

@@ -239,25 +239,23 @@ impl UpdateWorker {
             .filter(|id| forced || groups.get(*id).is_none_or(UpdateGroup::ready))
             .copied()
             .collect();
-        if !due.is_empty() {
-            tracing::debug!(
-                forced,
-                arriving,
-                held = self.held_entries,
-                fresh = self.fresh,
-                groups = due.len(),
-                "held live changes go out"
-            );
+        if due.is_empty() {
+            return;
         }
-        let packed = !due.is_empty();
+        tracing::debug!(
+            forced,
+            arriving,
+            held = self.held_entries,
+            fresh = self.fresh,
+            groups = due.len(),
+            "held live changes go out"
+        );
         for id in due {
             self.pack_part(id);
         }
-        if packed {
-            // What is held now waits for a member that can take it; only changes coming
-            // faster than it goes force the next part.
-            self.fresh = 0;
-        }
+        // What is held now waits for a member that can take it; only changes coming
+        // faster than it goes force the next part.
+        self.fresh = 0;
     }
 
     /// Whether every member of its groups is in step, as of at most [`IN_STEP_AGE`] ago.
