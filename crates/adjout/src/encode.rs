@@ -84,6 +84,7 @@ impl UpdateGroup {
             exported: e,
             source,
             path_id,
+            ..
         } in entries
         {
             let f = prefix.family();

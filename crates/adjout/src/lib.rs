@@ -88,7 +88,16 @@ pub struct Entry {
     pub exported: Option<Arc<Exported>>,
     pub source: u32,
     pub path_id: u32,
+    /// The peer whose path the group advertised for the prefix before this change
+    /// ([`NOTHING_BEFORE`]: none; [`ANY_BEFORE`]: not known). The source of a new path is
+    /// never sent it, and is sent a withdrawal instead only if it holds another of ours.
+    pub before: u32,
 }
+
+/// [`Entry::before`]: the group advertised nothing for the prefix.
+pub const NOTHING_BEFORE: u32 = u32::MAX;
+/// [`Entry::before`]: not known, so a source may hold another path (a withdrawal is sent).
+pub const ANY_BEFORE: u32 = u32::MAX - 1;
 
 /// What a withdrawal names: a prefix, and with Add-Path the path's identifier (else 0).
 pub type PathKey = (Prefix, u32);
@@ -110,7 +119,7 @@ fn unlearn(m: &mut Member, s: usize, e: &Entry) {
     if m.moved_from.is_some() && m.handed.get(s) == Some(&false) {
         return;
     }
-    if e.exported.is_none() || (e.path_id == 0 && is_own(e, m.id)) {
+    if e.exported.is_none() || (e.path_id == 0 && is_own(e, m.id) && may_hold_another(m, e)) {
         if let Some(missed) = m.missed.get_mut(s) {
             missed.insert(e.key());
         }
@@ -128,11 +137,18 @@ impl Entry {
             exported: None,
             source: u32::MAX,
             path_id,
+            before: ANY_BEFORE,
         }
     }
 
     pub fn key(&self) -> PathKey {
         (self.prefix, self.path_id)
+    }
+
+    /// Whether the group advertised another peer's path for the prefix before, which the
+    /// source of this one may hold: sent a withdrawal instead of its own path.
+    fn source_holds_another(&self) -> bool {
+        self.before != NOTHING_BEFORE && self.before != self.source
     }
 }
 
@@ -651,15 +667,22 @@ impl UpdateGroup {
             return;
         };
         tracing::debug!(group = %self.spec.name, shard, entries = entries.len(), octets = encoded.len(), members = self.members.len(), "live changes");
-        // Each source member's prefixes, found in one pass over the batch.
-        // With Add-Path a member holds each path under its own identifier, and never had
-        // one of its own paths': there is nothing to withdraw for them.
+        // Each source member's prefixes where it may hold another path of ours, found in
+        // one pass over the batch. With Add-Path a member holds each path under its own
+        // identifier, and never had one of its own paths': there is nothing to withdraw.
+        let moved: HashSet<u32> = self
+            .members
+            .iter()
+            .filter(|m| m.previous.is_some())
+            .map(|m| m.id.peer)
+            .collect();
         let mut by_source: HashMap<u32, Vec<Entry>> = HashMap::new();
         for e in entries
             .iter()
             .filter(|e| e.exported.is_some() && e.path_id == 0)
         {
-            if apart.contains(&e.source) {
+            if apart.contains(&e.source) && (e.source_holds_another() || moved.contains(&e.source))
+            {
                 by_source
                     .entry(e.source)
                     .or_default()
@@ -824,6 +847,14 @@ fn sources(entries: &[Entry]) -> HashSet<u32> {
 /// Whether a member has little waiting to leave, in our queue and the kernel's.
 fn can_take_more(m: &Member) -> bool {
     m.sink.queued() < PACK_BELOW && m.sink.unsent() < PACK_BELOW
+}
+
+/// Whether a member that is the source of `e` may hold another path of ours for its
+/// prefix: the group advertised one before, or the member moved in and may still hold what
+/// its old group's spec exported. Otherwise a withdrawal would name a prefix it never had
+/// (harmless, RFC 4271 section 9, but an UPDATE for nothing; BIRD sends none).
+fn may_hold_another(m: &Member, e: &Entry) -> bool {
+    e.source_holds_another() || m.previous.is_some()
 }
 
 /// Whether an entry advertises a path learned from this member.

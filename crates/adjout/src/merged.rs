@@ -23,11 +23,13 @@ pub struct Merged {
     taken: u32,
 }
 
-/// A path's last change, and its place in the order of first appearance.
+/// A path's last change, what the group advertised before its first ([`Entry::before`]),
+/// and its place in the order of first appearance.
 struct Change {
     exported: Option<Arc<Exported>>,
     source: u32,
     seq: u32,
+    before: u32,
 }
 
 impl Merged {
@@ -46,6 +48,7 @@ impl Merged {
                         exported: e.exported,
                         source: e.source,
                         seq: self.next,
+                        before: e.before,
                     });
                     self.next += 1;
                     if self.next == u32::MAX {
@@ -180,6 +183,7 @@ fn entry((prefix, path_id): PathKey, c: Change) -> Entry {
         exported: c.exported,
         source: c.source,
         path_id,
+        before: c.before,
     }
 }
 
@@ -208,6 +212,23 @@ mod tests {
         assert_eq!(all[0].source, 7);
     }
 
+    #[test]
+    fn a_path_changed_again_keeps_what_was_advertised_before_its_first_change() {
+        let mut m = Merged::default();
+        let mut first = announce(1, b'a');
+        first.before = 7;
+        let mut again = announce(1, b'b');
+        again.before = first.source;
+        m.extend([first, again]);
+        let all = m.into_entries();
+        assert_eq!(all.len(), 1);
+        assert_eq!(
+            all[0].before, 7,
+            "what the members held before the changes held"
+        );
+        assert_eq!(all[0].exported.as_ref().map(|e| &*e.attrs), Some(&b"b"[..]));
+    }
+
     fn announce(i: u8, attrs: u8) -> Entry {
         // A new pointer each time: sets are told apart by content.
         Entry {
@@ -219,6 +240,7 @@ mod tests {
             })),
             source: 1,
             path_id: 0,
+            before: crate::NOTHING_BEFORE,
         }
     }
 

@@ -1,12 +1,14 @@
 //! An update group whose members are also the sources of paths (route-server and
-//! route-reflector clients) encodes once: each member gets every path but its own (those
-//! withdrawn instead, on live changes), and the group's counters show each prefix packed once,
-//! not once per member.
+//! route-reflector clients) encodes once: each member gets every path but its own (on live
+//! changes, withdrawn instead where it may hold another path of ours), and the group's
+//! counters show each prefix packed once, not once per member.
 
 mod pipeline_fixture;
 
 use pipeline_fixture::*;
-use ribshard_adjout::{Entry, MemberId, Outgoing, Sink, UpdateGroup, WriteQueueLimits};
+use ribshard_adjout::{
+    Entry, MemberId, Outgoing, Sink, UpdateGroup, WriteQueueLimits, ANY_BEFORE, NOTHING_BEFORE,
+};
 use ribshard_rib::Exported;
 use ribshard_wire::{frame, parse_update, Family, Prefix};
 use std::collections::BTreeSet;
@@ -94,7 +96,14 @@ fn announce(i: u8, e: &Arc<Exported>, source: u32) -> Entry {
         exported: Some(e.clone()),
         source,
         path_id: 0,
+        before: ANY_BEFORE,
     }
+}
+
+/// The same change, where the group advertised `before`'s path (or nothing) before it.
+fn after(mut e: Entry, before: u32) -> Entry {
+    e.before = before;
+    e
 }
 
 fn prefixes(is: &[u8]) -> BTreeSet<Prefix> {
@@ -114,7 +123,7 @@ fn members_that_are_sources_share_one_encoding_without_their_own_paths() {
     // One set from members 1 and 2 alike, one from member 2 only, one from a peer that is
     // not a member; and a withdrawal.
     let (a, b, c) = (set(&[1]), set(&[2, 3]), set(&[99]));
-    let entries = vec![
+    let entries = [
         announce(1, &a, 1),
         announce(2, &a, 1),
         announce(3, &a, 2),
@@ -149,17 +158,26 @@ fn members_that_are_sources_share_one_encoding_without_their_own_paths() {
         "each prefix packed once for the three members"
     );
 
-    // Live: a member's own paths are withdrawn from it instead (it may hold another path
-    // it was sent before).
-    group.live(0, &entries);
+    // Live: a member's own paths are withdrawn from it instead where it holds another path
+    // of ours (the group advertised another peer's before), and not where it cannot (the
+    // group advertised nothing, or the member's own path, which it was never sent).
+    let live = [
+        after(entries[0].clone(), 3),
+        after(entries[1].clone(), NOTHING_BEFORE),
+        after(entries[2].clone(), 2),
+        after(entries[3].clone(), 99),
+        entries[4].clone(),
+        entries[5].clone(),
+    ];
+    group.live(0, &live);
     assert_eq!(
         sinks[0].take(),
-        expect(&[3, 4, 5], &prefixes(&[1, 2, 6])),
+        expect(&[3, 4, 5], &prefixes(&[1, 6])),
         "member 1, live"
     );
     assert_eq!(
         sinks[1].take(),
-        expect(&[1, 2, 5], &prefixes(&[3, 4, 6])),
+        expect(&[1, 2, 5], &prefixes(&[4, 6])),
         "member 2, live"
     );
     assert_eq!(

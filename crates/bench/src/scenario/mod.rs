@@ -886,12 +886,28 @@ fn measure(
             let e = expected.get(i)?.as_ref()?;
             let held = s.stats.held.load(Ordering::Relaxed);
             (held != e.count() || s.stats.extras.load(Ordering::Relaxed) > 0).then(|| {
+                // A lean receiver counts rather than holds: a withdrawal of a prefix it
+                // never had (harmless to a real peer) counts as one it lost.
+                let lean = s
+                    .holding
+                    .as_ref()
+                    .and_then(|h| h.lock().ok())
+                    .is_some_and(|h| h.lean.is_some());
                 format!(
-                    "{} holds {held} of {} prefixes ({} unexpected) after {} UPDATEs",
+                    "{} holds {held} of {} prefixes ({} unexpected) after {} UPDATEs{}",
                     s.spec.local,
                     e.count(),
                     s.stats.extras.load(Ordering::Relaxed),
-                    s.stats.updates.load(Ordering::Relaxed)
+                    s.stats.updates.load(Ordering::Relaxed),
+                    if lean {
+                        format!(
+                            " (by a lean receiver's count, {} withdrawals counted: one of a \
+                             prefix never sent counts as lost)",
+                            s.stats.withdrawn.load(Ordering::Relaxed)
+                        )
+                    } else {
+                        String::new()
+                    }
                 )
             })
         });

@@ -47,10 +47,7 @@ impl Default for Arrivals {
             raised: AtomicUsize::new(0),
             origin: Instant::now(),
             streamed: AtomicU64::new(0),
-            // Off (0) until a lost-route bug it exposes is fixed: with holding, the
-            // route-server bench at 100 clients (`--quick`) leaves one client ~100 prefixes
-            // short in about one run of four (none in ten without). Tests that hold set it.
-            max_hold: AtomicU64::new(0),
+            max_hold: AtomicU64::new(MAX_HOLD.as_nanos() as u64),
         }
     }
 }
@@ -70,8 +67,8 @@ impl Arrivals {
         self.streamed.store(self.nanos().max(1), Ordering::Relaxed);
     }
 
-    /// The longest live changes are held while routes arrive: 0 (no holding) unless set,
-    /// [`MAX_HOLD`] being the bound meant once holding is on again.
+    /// The longest live changes are held while routes arrive: [`MAX_HOLD`] unless set
+    /// (0: no holding).
     pub fn max_hold(&self) -> Duration {
         Duration::from_nanos(self.max_hold.load(Ordering::Relaxed))
     }

@@ -131,6 +131,7 @@ fn entry_for(
             exported: Some(e),
             source,
             path_id: 0,
+            before: ribshard_adjout::ANY_BEFORE,
         }),
         (Some(None), None) => None,
         // In step with the previous spec: nothing to send where nothing differs.
@@ -140,6 +141,7 @@ fn entry_for(
             exported: Some(n),
             source,
             path_id: 0,
+            before: ribshard_adjout::ANY_BEFORE,
         }),
         (Some(Some(_)), None) => Some(Entry::withdraw(prefix)),
     }
@@ -343,6 +345,7 @@ impl ShardWorker {
                                 exported: Some(n),
                                 source,
                                 path_id: 0,
+                                before: ribshard_adjout::ANY_BEFORE,
                             },
                             None => Entry::withdraw(*p),
                         })
@@ -378,6 +381,7 @@ impl ShardWorker {
                                             exported: Some(n),
                                             source: path.peer,
                                             path_id: 0,
+                                            before: ribshard_adjout::ANY_BEFORE,
                                         }),
                                         (true, None) => Some(Entry::withdraw(*p)),
                                         (false, now) => {

@@ -877,6 +877,10 @@ fn group_entries(shard: &Shard, g: &mut GroupState, changes: &[Change]) -> Vec<E
                 source: c.best.as_ref().map_or(u32::MAX, |b| b.peer),
                 exported: new,
                 path_id: 0,
+                before: match (&old, &c.old) {
+                    (Some(_), Some(p)) => p.peer,
+                    _ => ribshard_adjout::NOTHING_BEFORE,
+                },
             });
         }
     }
@@ -916,6 +920,7 @@ fn add_path_entries(
                 exported: Some(e),
                 source: path.peer,
                 path_id: o.path_id,
+                before: ribshard_adjout::ANY_BEFORE,
             }),
             None if held => entries.push(Entry::withdraw_path((prefix, o.path_id))),
             None => {}
