@@ -127,6 +127,18 @@ fn unlearn(m: &mut Member, s: usize, e: &Entry) {
 }
 
 impl Entry {
+    /// An announcement of `source`'s path, where what the group advertised before is not
+    /// known (a table dump, an Add-Path change): its source, if a member, may hold another.
+    pub fn announce(prefix: Prefix, exported: Arc<Exported>, source: u32, path_id: u32) -> Entry {
+        Entry {
+            prefix,
+            exported: Some(exported),
+            source,
+            path_id,
+            before: ANY_BEFORE,
+        }
+    }
+
     pub fn withdraw(prefix: Prefix) -> Entry {
         Entry::withdraw_path((prefix, 0))
     }

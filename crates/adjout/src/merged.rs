@@ -231,17 +231,12 @@ mod tests {
 
     fn announce(i: u8, attrs: u8) -> Entry {
         // A new pointer each time: sets are told apart by content.
-        Entry {
-            prefix: p(i),
-            exported: Some(Arc::new(Exported {
-                family: ribshard_wire::Family::Ipv4Unicast,
-                attrs: vec![attrs].into_boxed_slice(),
-                mp_next_hop: Box::new([]),
-            })),
-            source: 1,
-            path_id: 0,
-            before: crate::NOTHING_BEFORE,
-        }
+        let exported = Arc::new(Exported {
+            family: ribshard_wire::Family::Ipv4Unicast,
+            attrs: vec![attrs].into_boxed_slice(),
+            mp_next_hop: Box::new([]),
+        });
+        Entry::announce(p(i), exported, 1, 0)
     }
 
     #[test]

@@ -7,7 +7,7 @@ mod pipeline_fixture;
 
 use pipeline_fixture::*;
 use ribshard_adjout::{
-    Entry, MemberId, Outgoing, Sink, UpdateGroup, WriteQueueLimits, ANY_BEFORE, NOTHING_BEFORE,
+    Entry, MemberId, Outgoing, Sink, UpdateGroup, WriteQueueLimits, NOTHING_BEFORE,
 };
 use ribshard_rib::Exported;
 use ribshard_wire::{frame, parse_update, Family, Prefix};
@@ -91,13 +91,7 @@ fn set(path: &[u8]) -> Arc<Exported> {
 }
 
 fn announce(i: u8, e: &Arc<Exported>, source: u32) -> Entry {
-    Entry {
-        prefix: prefix(i),
-        exported: Some(e.clone()),
-        source,
-        path_id: 0,
-        before: ANY_BEFORE,
-    }
+    Entry::announce(prefix(i), e.clone(), source, 0)
 }
 
 /// The same change, where the group advertised `before`'s path (or nothing) before it.

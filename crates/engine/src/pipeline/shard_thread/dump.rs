@@ -126,23 +126,11 @@ fn entry_for(
 ) -> Option<Entry> {
     match (before, now) {
         // A plain dump: what is exported.
-        (None, now) => now.map(|e| Entry {
-            prefix,
-            exported: Some(e),
-            source,
-            path_id: 0,
-            before: ribshard_adjout::ANY_BEFORE,
-        }),
+        (None, now) => now.map(|e| Entry::announce(prefix, e, source, 0)),
         (Some(None), None) => None,
         // In step with the previous spec: nothing to send where nothing differs.
         (Some(Some(b)), Some(n)) if in_step && (Arc::ptr_eq(&b, &n) || b == n) => None,
-        (Some(_), Some(n)) => Some(Entry {
-            prefix,
-            exported: Some(n),
-            source,
-            path_id: 0,
-            before: ribshard_adjout::ANY_BEFORE,
-        }),
+        (Some(_), Some(n)) => Some(Entry::announce(prefix, n, source, 0)),
         (Some(Some(_)), None) => Some(Entry::withdraw(prefix)),
     }
 }
@@ -340,13 +328,7 @@ impl ShardWorker {
                     let e = if anew {
                         // Sent as it is now, or withdrawn: the member may hold anything.
                         Some(match now {
-                            Some(n) => Entry {
-                                prefix: *p,
-                                exported: Some(n),
-                                source,
-                                path_id: 0,
-                                before: ribshard_adjout::ANY_BEFORE,
-                            },
+                            Some(n) => Entry::announce(*p, n, source, 0),
                             None => Entry::withdraw(*p),
                         })
                     } else {
@@ -376,13 +358,9 @@ impl ShardWorker {
                                         .as_mut()
                                         .map(|b| b.exported(&psrc, path.peer, &path.attrs, p));
                                     match (anew, now) {
-                                        (true, Some(n)) => Some(Entry {
-                                            prefix: *p,
-                                            exported: Some(n),
-                                            source: path.peer,
-                                            path_id: 0,
-                                            before: ribshard_adjout::ANY_BEFORE,
-                                        }),
+                                        (true, Some(n)) => {
+                                            Some(Entry::announce(*p, n, path.peer, 0))
+                                        }
                                         (true, None) => Some(Entry::withdraw(*p)),
                                         (false, now) => {
                                             entry_for(*p, now, before, in_step, path.peer)

@@ -915,13 +915,7 @@ fn add_path_entries(
     }
     for (o, path, held) in diff.sent {
         match export(path) {
-            Some(e) => entries.push(Entry {
-                prefix,
-                exported: Some(e),
-                source: path.peer,
-                path_id: o.path_id,
-                before: ribshard_adjout::ANY_BEFORE,
-            }),
+            Some(e) => entries.push(Entry::announce(prefix, e, path.peer, o.path_id)),
             None if held => entries.push(Entry::withdraw_path((prefix, o.path_id))),
             None => {}
         }
