@@ -350,6 +350,36 @@ pub(crate) struct State {
     dumps: mpsc::Sender<(usize, u64, DumpPart)>,
     shown: Arc<Mutex<Vec<StationStatus>>>,
     pub(crate) early: Early,
+    /// Loc-RIB changes not yet packed, and since when the oldest waits.
+    loc_rib_pending: LocRibPending,
+}
+
+/// Loc-RIB changes waiting to be packed. A shard reports its decisions every few thousand
+/// prefixes, and with several shards each batch holds a fraction of a set's prefixes: packed
+/// batch by batch, a full table went out in twice the messages of one shard. Waiting up to
+/// [`LOC_RIB_WINDOW`] packs every set the shards decided meanwhile in one UPDATE and sends a
+/// prefix that changed twice once, as a speaker's update queue does.
+#[derive(Default)]
+struct LocRibPending {
+    changes: Vec<(Prefix, Option<Arc<RouteAttrs>>)>,
+    /// More than one batch taken: a prefix may appear more than once.
+    merged: bool,
+    since: Option<tokio::time::Instant>,
+}
+
+/// How long a Loc-RIB change may wait for others to be packed with it: short beside a
+/// station's view of a convergence, long beside a shard's reporting interval.
+const LOC_RIB_WINDOW: Duration = Duration::from_millis(50);
+
+/// Changes packed in one round at most, waited for or not.
+const LOC_RIB_BATCH: usize = 1 << 16;
+
+/// Keeps each prefix's last change only: a prefix decided again in a later batch is sent as
+/// it ended up, since a packer's withdrawals and announcements are not ordered.
+fn keep_last<T>(changes: &mut Vec<(Prefix, T)>) {
+    let mut seen = hashbrown::HashSet::with_capacity(changes.len());
+    let mut last: Vec<bool> = changes.iter().rev().map(|(p, _)| seen.insert(*p)).collect();
+    changes.retain(|_| last.pop().unwrap_or(true));
 }
 
 async fn run(
@@ -391,17 +421,29 @@ async fn run(
         dumps,
         shown,
         early: Early::default(),
+        loc_rib_pending: LocRibPending::default(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        let pack_at = st.loc_rib_pending.since.map(|t| t + LOC_RIB_WINDOW);
         tokio::select! {
             biased;
-            Some((id, link)) = links.recv() => st.link(id, link),
-            Some((id, generation, part)) = dump_rx.recv() => st.dump_part(id, generation, part),
+            Some((id, link)) = links.recv() => {
+                // What was decided before a station's dump starts goes out before it.
+                st.pack_loc_rib();
+                st.link(id, link)
+            }
+            Some((id, generation, part)) = dump_rx.recv() => {
+                st.pack_loc_rib();
+                st.dump_part(id, generation, part)
+            }
+            _ = tokio::time::sleep_until(pack_at.unwrap_or_else(tokio::time::Instant::now)),
+                if pack_at.is_some() => st.pack_loc_rib(),
             m = rx.recv() => match m {
                 None => break,
                 Some(Input::Stop(done)) => {
+                    st.pack_loc_rib();
                     st.stop().await;
                     let _ = done.send(());
                     break;
@@ -427,7 +469,11 @@ impl State {
             Input::LocRib(changes, delta) => self.loc_rib_changes(changes, delta),
             Input::PostPolicy(changes) => self.post_policy_changes(changes),
             Input::Sent(member, updates) => self.sent(member, updates),
-            Input::Barrier(done) => done.pass(),
+            Input::Barrier(done) => {
+                // Everything before the barrier on its way to the stations.
+                self.pack_loc_rib();
+                done.pass()
+            }
             Input::Pipeline(p) => self.pipeline = Some(p),
             Input::Stop(done) => {
                 let _ = done.send(());
@@ -533,6 +579,8 @@ impl State {
         }
     }
 
+    /// Counts a shard's batch of best-path changes and keeps it to be packed with the
+    /// others of [`LOC_RIB_WINDOW`].
     fn loc_rib_changes(
         &mut self,
         changes: Vec<(Prefix, Option<Arc<RouteAttrs>>)>,
@@ -542,6 +590,32 @@ impl State {
         self.loc_rib_counts[1] += delta[1];
         if !self.connected(Feed::LocRib) {
             return;
+        }
+        let p = &mut self.loc_rib_pending;
+        if p.changes.is_empty() {
+            p.changes = changes;
+            p.since = Some(tokio::time::Instant::now());
+        } else {
+            p.changes.extend(changes);
+            p.merged = true;
+        }
+        if p.changes.len() >= LOC_RIB_BATCH {
+            self.pack_loc_rib();
+        }
+    }
+
+    /// Route Monitoring for the Loc-RIB changes waiting, each prefix as it ended up.
+    fn pack_loc_rib(&mut self) {
+        let LocRibPending {
+            mut changes,
+            merged,
+            ..
+        } = std::mem::take(&mut self.loc_rib_pending);
+        if changes.is_empty() || !self.connected(Feed::LocRib) {
+            return;
+        }
+        if merged {
+            keep_last(&mut changes);
         }
         let mut packer = Packer::default();
         for (prefix, best) in &changes {
@@ -788,4 +862,33 @@ fn loc_rib_peer_up(header: &PeerHeader, local_as: u32, router_id: Ipv4Addr) -> B
         &open,
         &[(info::TABLE_NAME, b"loc-rib")],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_prefix_changed_in_two_batches_keeps_its_last_change() {
+        let p = |s: &str| -> Prefix {
+            let (a, l) = s.split_once('/').unwrap();
+            Prefix::v4(a.parse().unwrap(), l.parse().unwrap()).unwrap()
+        };
+        let mut v = vec![
+            (p("10.0.0.0/8"), 1),
+            (p("192.0.2.0/24"), 2),
+            (p("10.0.0.0/8"), 3),
+            (p("198.51.100.0/24"), 4),
+            (p("192.0.2.0/24"), 5),
+        ];
+        keep_last(&mut v);
+        assert_eq!(
+            v,
+            vec![
+                (p("10.0.0.0/8"), 3),
+                (p("198.51.100.0/24"), 4),
+                (p("192.0.2.0/24"), 5)
+            ]
+        );
+    }
 }

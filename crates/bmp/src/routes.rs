@@ -5,6 +5,7 @@
 
 use crate::message::{push_route_monitoring, route_monitoring, PeerHeader, PEER_HEADER_LEN};
 use bytes::Bytes;
+use hashbrown::HashMap;
 use ribshard_rib::{Exported, RouteAttrs};
 use ribshard_wire::attr;
 use ribshard_wire::attributes::AttrValue;
@@ -28,28 +29,44 @@ pub fn params(add_path: [bool; 2]) -> SessionParams {
     }
 }
 
-/// Routes to announce and withdraw for one peer header. Announcements are grouped by
-/// attribute set as they come: a run of prefixes with the same set (as an UPDATE brought
-/// them, or a shard decided them in a row) goes in one UPDATE, without hashing.
+/// Routes to announce and withdraw for one peer header, each prefix at most once.
+/// Announcements are grouped by attribute set over the whole batch, as a speaker's update
+/// queue would pack them: the same set reached from two shards, or a few prefixes apart in
+/// one shard's decisions, still goes in one UPDATE. Sets are told apart by pointer (they are
+/// interned), so grouping costs one small hash lookup per prefix.
 #[derive(Default)]
 pub struct Packer {
-    nlri: Vec<Nlri>,
-    /// Each run: its set, family and the range of `nlri` it holds.
-    runs: Vec<(Arc<RouteAttrs>, Family, usize)>,
+    /// Each announcement: the index of its set in `sets`, and the prefix.
+    nlri: Vec<(u32, Nlri)>,
+    sets: Vec<(Arc<RouteAttrs>, Family)>,
+    by_set: HashMap<(usize, Family), u32>,
     withdraw: [Vec<Nlri>; 2],
 }
 
 impl Packer {
     pub fn announce(&mut self, prefix: Prefix, path_id: Option<u32>, attrs: &Arc<RouteAttrs>) {
         let family = prefix.family();
-        let same = self
-            .runs
-            .last()
-            .is_some_and(|(a, f, _)| *f == family && Arc::ptr_eq(a, attrs));
-        if !same {
-            self.runs.push((attrs.clone(), family, self.nlri.len()));
-        }
-        self.nlri.push(Nlri { path_id, prefix });
+        // The last set first: runs of one set (an UPDATE's prefixes, a dump's neighbours)
+        // skip the hash.
+        let last = self.nlri.last().map(|(k, _)| *k).filter(|&k| {
+            self.sets
+                .get(k as usize)
+                .is_some_and(|(a, f)| *f == family && Arc::ptr_eq(a, attrs))
+        });
+        let k = match last {
+            Some(k) => k,
+            None => {
+                let sets = &mut self.sets;
+                *self
+                    .by_set
+                    .entry((Arc::as_ptr(attrs) as usize, family))
+                    .or_insert_with(|| {
+                        sets.push((attrs.clone(), family));
+                        (sets.len() - 1) as u32
+                    })
+            }
+        };
+        self.nlri.push((k, Nlri { path_id, prefix }));
     }
 
     pub fn withdraw(&mut self, prefix: Prefix, path_id: Option<u32>) {
@@ -58,12 +75,13 @@ impl Packer {
     }
 
     pub fn is_empty(&self) -> bool {
-        self.runs.is_empty() && self.withdraw.iter().all(Vec::is_empty)
+        self.nlri.is_empty() && self.withdraw.iter().all(Vec::is_empty)
     }
 
     /// The Route Monitoring messages, back to back in one buffer: withdrawals first, then
-    /// each run's announcements. Sets that cannot be encoded (attributes too large even for
-    /// 65,535 octets) are counted in the second value and left out.
+    /// each set's announcements, sets in the order first announced. Sets that cannot be
+    /// encoded (attributes too large even for 65,535 octets) are counted in the second value
+    /// and left out.
     pub fn finish(&mut self, header: &PeerHeader, params: SessionParams) -> (Vec<Bytes>, usize) {
         let mut out = Vec::with_capacity(self.nlri.len() * 8 + 256);
         let mut updates = Vec::new();
@@ -78,18 +96,26 @@ impl Packer {
             }
         }
         let mut failed = 0;
-        let runs = std::mem::take(&mut self.runs);
-        for (k, (attrs, family, start)) in runs.iter().enumerate() {
-            let end = runs.get(k + 1).map_or(self.nlri.len(), |r| r.2);
-            let nlri = self.nlri.get(*start..end).unwrap_or_default();
+        // Stable: a set's prefixes stay in the order they came.
+        self.nlri.sort_by_key(|(k, _)| *k);
+        let mut nlri = Vec::new();
+        for run in self.nlri.chunk_by(|a, b| a.0 == b.0) {
+            let Some((attrs, family)) = run.first().and_then(|(k, _)| self.sets.get(*k as usize))
+            else {
+                continue;
+            };
+            nlri.clear();
+            nlri.extend(run.iter().map(|(_, n)| *n));
             updates.clear();
-            if announce(attrs, *family, nlri, params, &mut updates) {
+            if announce(attrs, *family, &nlri, params, &mut updates) {
                 wrap(&mut out, &peer, &updates);
             } else {
                 failed += 1;
             }
         }
         self.nlri.clear();
+        self.sets.clear();
+        self.by_set.clear();
         (one_buffer(out), failed)
     }
 }
@@ -221,5 +247,74 @@ fn wrap(out: &mut Vec<u8>, peer: &[u8; PEER_HEADER_LEN], updates: &[u8]) {
         };
         push_route_monitoring(out, peer, msg);
         rest = &rest[msg.len()..];
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::message::frame;
+    use ribshard_rib::LoopChecks;
+    use ribshard_wire::attributes::{AsPath, PathAttributes};
+    use ribshard_wire::nlri::NlriChain;
+    use ribshard_wire::{parse_update, Origin};
+
+    fn set(asn: u32) -> Arc<RouteAttrs> {
+        let attrs = PathAttributes::canonical(vec![
+            AttrValue::Origin(Origin::Igp),
+            AttrValue::AsPath(AsPath::sequence(vec![asn])),
+            AttrValue::NextHop(Ipv4Addr::new(192, 0, 2, 1)),
+        ])
+        .to_bytes(&params([false; 2]));
+        let mut key = vec![4, 192, 0, 2, 1];
+        key.extend(attrs);
+        Arc::new(RouteAttrs::from_key(key.into(), &LoopChecks::default()))
+    }
+
+    /// Each Route Monitoring message's (withdrawn, announced) prefixes, in order.
+    fn updates(msgs: &[Bytes]) -> Vec<(Vec<String>, Vec<String>)> {
+        let mut out = Vec::new();
+        for m in msgs {
+            let mut rest = &m[..];
+            while let Some((f, len)) = frame(rest).unwrap() {
+                let u = parse_update(&f.body[HEADER_LEN..], &params([false; 2])).unwrap();
+                let names =
+                    |c: NlriChain<'_>| -> Vec<String> { c.map(|n| n.prefix.to_string()).collect() };
+                out.push((names(u.withdrawn_all()), names(u.announced())));
+                rest = &rest[len..];
+            }
+        }
+        out
+    }
+
+    /// A set's prefixes go in one UPDATE however they were interleaved with another set's
+    /// (a second shard's decisions), withdrawals first.
+    #[test]
+    fn a_set_is_one_update_across_the_batch() {
+        let (a, b) = (set(64_500), set(64_501));
+        let p = |s: &str| -> Prefix {
+            let (a, l) = s.split_once('/').unwrap();
+            Prefix::v4(a.parse().unwrap(), l.parse().unwrap()).unwrap()
+        };
+        let mut k = Packer::default();
+        k.announce(p("10.0.0.0/8"), None, &a);
+        k.announce(p("10.1.0.0/16"), None, &a);
+        k.announce(p("192.0.2.0/24"), None, &b);
+        k.withdraw(p("203.0.113.0/24"), None);
+        k.announce(p("11.0.0.0/8"), None, &a);
+        k.announce(p("198.51.100.0/24"), None, &b);
+        let header = PeerHeader::loc_rib(64_500, Ipv4Addr::new(192, 0, 2, 9));
+        let (msgs, failed) = k.finish(&header, params([false; 2]));
+        assert_eq!(failed, 0);
+        let s = |v: &[&str]| -> Vec<String> { v.iter().map(|x| x.to_string()).collect() };
+        assert_eq!(
+            updates(&msgs),
+            vec![
+                (s(&["203.0.113.0/24"]), s(&[])),
+                (s(&[]), s(&["10.0.0.0/8", "10.1.0.0/16", "11.0.0.0/8"])),
+                (s(&[]), s(&["192.0.2.0/24", "198.51.100.0/24"])),
+            ]
+        );
+        assert!(k.is_empty());
     }
 }
