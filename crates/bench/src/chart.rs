@@ -117,11 +117,29 @@ pub fn bars(path: &std::path::Path, font: &str, groups: &[BarGroup]) -> Result<(
     root.present().map_err(|e| e.to_string())
 }
 
-/// One line per daemon: convergence seconds against routes announced, both axes on a log
-/// scale (a daemon's slope shows how it scales; the spread between daemons is wide).
+/// What a line chart shows: its title and axes.
+pub struct Axes<'a> {
+    pub title: &'a str,
+    pub x: &'a str,
+    pub y: &'a str,
+    /// The x values are thousands (routes): labelled "200k".
+    pub x_thousands: bool,
+}
+
+/// The convergence report's chart: seconds against routes announced.
+pub const CONVERGENCE_BY_ROUTES: Axes<'static> = Axes {
+    title: "Convergence time against routes (real tables, log-log)",
+    x: "routes announced",
+    y: "seconds",
+    x_thousands: true,
+};
+
+/// One line per series (a daemon, a size), both axes on a log scale: a daemon's slope shows
+/// how it scales, and the spread between daemons is wide.
 pub fn lines(
     path: &std::path::Path,
     font: &str,
+    axes: &Axes<'_>,
     series: &[(String, Vec<(f64, f64)>)],
 ) -> Result<(), String> {
     let pts = series
@@ -138,10 +156,7 @@ pub fn lines(
     let root = BitMapBackend::new(path, (1000, 600)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| e.to_string())?;
     let mut chart = ChartBuilder::on(&root)
-        .caption(
-            "Convergence time against routes (real tables, log-log)",
-            (font, 22),
-        )
+        .caption(axes.title, (font, 22))
         .margin(12)
         .x_label_area_size(44)
         .y_label_area_size(70)
@@ -152,9 +167,15 @@ pub fn lines(
         .map_err(|e| e.to_string())?;
     chart
         .configure_mesh()
-        .x_desc("routes announced")
-        .y_desc("seconds")
-        .x_label_formatter(&|x| format!("{:.0}k", x / 1000.0))
+        .x_desc(axes.x)
+        .y_desc(axes.y)
+        .x_label_formatter(&|x| {
+            if axes.x_thousands {
+                format!("{:.0}k", x / 1000.0)
+            } else {
+                format!("{x:.0}")
+            }
+        })
         .label_style((font, 14))
         .draw()
         .map_err(|e| e.to_string())?;

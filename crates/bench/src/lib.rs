@@ -21,6 +21,7 @@ pub mod policy;
 pub mod relay;
 pub mod report;
 pub mod rpki;
+pub mod scale;
 pub mod scenario;
 pub mod show;
 pub mod speaker;

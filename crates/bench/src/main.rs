@@ -134,6 +134,16 @@ enum Command {
         #[command(flatten)]
         sizes: Sizes,
     },
+    /// Draws the route-server scale section's charts (convergence time and peak RSS against
+    /// clients, per daemon) from `run route-server --json` rows; `scripts/scale` runs it.
+    ScaleChart {
+        /// The rows (JSON lines).
+        #[arg(long, default_value = "target/bench/scale.jsonl")]
+        json: PathBuf,
+        /// Where the charts go (scale-time.png, scale-rss.png).
+        #[arg(long, default_value = "docs/bench")]
+        out: PathBuf,
+    },
 }
 
 #[derive(clap::Args)]
@@ -289,5 +299,17 @@ fn main() -> ExitCode {
                 }
             }
         }
+        Command::ScaleChart { json, out } => match ribshard_bench::scale::write(&json, &out) {
+            Ok(paths) => {
+                for p in paths {
+                    println!("{}", p.display());
+                }
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                ExitCode::FAILURE
+            }
+        },
     }
 }

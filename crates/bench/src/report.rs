@@ -714,10 +714,11 @@ pub fn write(json: &Path, out: &Path) -> Result<(), ReportError> {
                     (l.clone(), pts)
                 })
                 .collect();
-            crate::chart::lines(&lines, font, &series).map_err(|reason| ReportError::Chart {
-                path: lines.clone(),
-                reason,
-            })?;
+            crate::chart::lines(&lines, font, &crate::chart::CONVERGENCE_BY_ROUTES, &series)
+                .map_err(|reason| ReportError::Chart {
+                    path: lines.clone(),
+                    reason,
+                })?;
             let _ = writeln!(
                 s,
                 "![Convergence time by scenario and daemon]({CHARTS}/convergence.png)\n\n\
