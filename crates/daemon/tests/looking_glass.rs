@@ -168,7 +168,19 @@ fn birdwatcher_api_for_alice_lg() {
     assert_eq!(status["status"]["router_id"], "127.0.0.40");
     assert!(status["ttl"].as_str().unwrap().ends_with('Z'));
 
-    let protocols = json(&api, &format!("{base}/protocols/bgp"));
+    // B holding A's first route does not mean A's other UPDATEs (a route of other attributes,
+    // the one import filters) have been taken in yet: wait for the route server's counts.
+    let protocols_now = || json(&api, &format!("{base}/protocols/bgp"));
+    assert!(
+        wait(30, || {
+            let p = protocols_now();
+            let pa = &p["protocols"]["R127_0_0_41"];
+            pa["routes"]["imported"] == 2 && pa["routes"]["filtered"] == 1
+        }),
+        "{}",
+        protocols_now()
+    );
+    let protocols = protocols_now();
     let pa = &protocols["protocols"]["R127_0_0_41"];
     assert_eq!(pa["neighbor_address"], "127.0.0.41");
     assert_eq!(pa["neighbor_as"], 65041);
