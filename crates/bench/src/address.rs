@@ -35,6 +35,15 @@ pub fn route_server_client_as(i: usize) -> u32 {
     }
 }
 
+/// The client whose AS is `asn` ([`route_server_client_as`]'s inverse).
+pub fn route_server_client(asn: u32) -> Option<usize> {
+    match asn {
+        65_001..=65_500 => Some((asn - 65_001) as usize),
+        a if a >= 4_200_000_500 => Some((a - 4_200_000_000) as usize),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,6 +71,9 @@ mod tests {
 
     #[test]
     fn route_server_clients_get_usable_ases() {
+        for i in 0..2_000 {
+            assert_eq!(route_server_client(route_server_client_as(i)), Some(i));
+        }
         let ases: HashSet<u32> = (0..2_000).map(route_server_client_as).collect();
         assert_eq!(ases.len(), 2_000);
         for a in ases {

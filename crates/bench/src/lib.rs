@@ -26,6 +26,7 @@ pub mod scenario;
 pub mod show;
 pub mod speaker;
 pub mod table;
+pub mod verdict;
 
 /// Lowers the calling thread's priority to the DUT's management threads' (nice +10): for
 /// the bench's parts that stand for machines other than the router (operators' tools, a

@@ -6,6 +6,7 @@
 //! speaker's own bitmap, so a hundred receivers of a million prefixes cost a few megabytes
 //! and a hash lookup per prefix.
 
+use crate::verdict::{as_path, first_as, From, Verdict, Winners};
 use hashbrown::HashSet;
 use ribshard_wire::notification::{cease, code};
 use ribshard_wire::open::Capability;
@@ -239,6 +240,9 @@ pub struct Holding {
     pending: Vec<Receipt>,
     /// Lean: no table, only a count and a sum of what is held ([`Holding::lean`]).
     pub lean: Option<Lean>,
+    /// Judging: no table, what is held judged against each prefix's winner
+    /// ([`Holding::judging`]).
+    pub verdict: Option<Verdict>,
 }
 
 /// What a lean receiver keeps instead of a table: the prefixes held, counted, and the
@@ -291,6 +295,14 @@ impl Holding {
         Holding::sized(index, asn, 0, Some(Lean::default()))
     }
 
+    /// A judging receiver ([`Verdict`]): route-server client `me` of a run whose clients
+    /// share destinations.
+    pub fn judging(index: Arc<Index>, asn: u32, winners: Arc<Winners>, me: u32) -> Holding {
+        let mut h = Holding::sized(index, asn, 0, None);
+        h.verdict = Some(Verdict::new(winners, me));
+        h
+    }
+
     /// A receiver whose table has room for `n` prefixes of the index.
     fn sized(index: Arc<Index>, asn: u32, n: usize, lean: Option<Lean>) -> Holding {
         Holding {
@@ -307,15 +319,21 @@ impl Holding {
             require: Vec::new(),
             pending: Vec::new(),
             lean,
+            verdict: None,
         }
     }
 
     /// Prefixes held now.
     pub fn held(&self) -> u64 {
-        match &self.lean {
-            Some(l) => l.held.max(0) as u64,
-            None => self.bits.count(),
+        match (&self.lean, &self.verdict) {
+            (Some(l), _) => l.held.max(0) as u64,
+            (None, Some(v)) => v.good_held,
+            (None, None) => self.bits.count(),
         }
+    }
+    /// Prefixes held that must not be: outside the index, or (judging) from the wrong source.
+    pub fn unexpected(&self) -> u64 {
+        self.extras.len() as u64 + self.verdict.as_ref().map_or(0, |v| v.bad_held)
     }
     /// From now on every held route must carry `tags`: what is held so far counts as
     /// untagged until announced again with them.
@@ -358,6 +376,15 @@ impl Holding {
             self.announced += 1;
         } else {
             self.withdrawn += 1;
+        }
+        if let (Some(v), Some(n)) = (self.verdict.as_mut(), number) {
+            // Judging: `attrs` is the sender's number plus one (0: not a source).
+            let from = match r.attrs {
+                0 => From::Unknown,
+                s => From::Source((s - 1) as u32),
+            };
+            v.judge(n, r.announce.then_some(from));
+            return;
         }
         match (number, r.announce) {
             (Some(i), true) => {
@@ -741,7 +768,7 @@ fn read_loop(
         if let Some(mut h) = guard {
             h.settle(now);
             stats.held.store(h.held(), Ordering::Relaxed);
-            stats.extras.store(h.extras.len() as u64, Ordering::Relaxed);
+            stats.extras.store(h.unexpected(), Ordering::Relaxed);
             stats.untagged.store(h.untagged.count(), Ordering::Relaxed);
             stats.announced.store(h.announced, Ordering::Relaxed);
             stats.withdrawn.store(h.withdrawn, Ordering::Relaxed);
@@ -803,8 +830,16 @@ fn count_update(msg: &[u8], h: &mut Holding) -> bool {
         return ok;
     }
     // The attributes as the receiver would compare them: their bytes (never 0 for an
-    // announcement, so that 0 can mean "not held").
-    let hash = if nlri.is_empty() { 0 } else { fnv1a(attrs) | 1 };
+    // announcement, so that 0 can mean "not held"); judging, who sent them.
+    let hash = if nlri.is_empty() {
+        0
+    } else if h.verdict.is_some() {
+        first_as(attrs)
+            .and_then(crate::address::route_server_client)
+            .map_or(0, |s| s as u64 + 1)
+    } else {
+        fnv1a(attrs) | 1
+    };
     let tagged = h.require.is_empty() || carries(attrs, &h.require);
     let pending = &mut h.pending;
     prefixes(withdrawn, |key| {
@@ -844,40 +879,20 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 }
 
 /// Whether the AS_PATH attribute (4-octet AS numbers, RFC 6793) contains `asn`.
-fn as_path_contains(mut attrs: &[u8], asn: u32) -> bool {
-    while let [flags, code, rest @ ..] = attrs {
-        let (len, head) = if flags & 0x10 != 0 {
-            match rest {
-                [a, b, ..] => (usize::from(u16::from_be_bytes([*a, *b])), 2),
-                _ => return false,
-            }
-        } else {
-            match rest {
-                [a, ..] => (usize::from(*a), 1),
-                _ => return false,
-            }
-        };
-        let Some(value) = rest.get(head..head + len) else {
+fn as_path_contains(attrs: &[u8], asn: u32) -> bool {
+    let mut segs = as_path(attrs).unwrap_or_default();
+    while let [_, count, body @ ..] = segs {
+        let n = usize::from(*count) * 4;
+        let Some(asns) = body.get(..n) else {
             return false;
         };
-        if *code == 2 {
-            let mut segs = value;
-            while let [_, count, body @ ..] = segs {
-                let n = usize::from(*count) * 4;
-                let Some(asns) = body.get(..n) else {
-                    return false;
-                };
-                if asns
-                    .chunks_exact(4)
-                    .any(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) == asn)
-                {
-                    return true;
-                }
-                segs = body.get(n..).unwrap_or_default();
-            }
-            return false;
+        if asns
+            .chunks_exact(4)
+            .any(|c| u32::from_be_bytes([c[0], c[1], c[2], c[3]]) == asn)
+        {
+            return true;
         }
-        attrs = rest.get(head + len..).unwrap_or_default();
+        segs = body.get(n..).unwrap_or_default();
     }
     false
 }

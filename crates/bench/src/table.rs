@@ -223,14 +223,43 @@ pub enum Spread {
     All,
     /// Each origin block is announced by one source, round robin (a route server's peers).
     Share,
+    /// `routes` paths over the prefixes: each origin block announced by one source or by
+    /// several in a row of the round robin, the first with the shortest AS path and each next
+    /// one with its own AS once more in front (so every daemon picks the same best path, RFC
+    /// 4271 section 9.1.2.2 a), as many as it takes to reach `routes` on average (a route
+    /// server's peers sharing destinations, as in the BIRD seed's 2M routes for 800K).
+    Shared { routes: usize },
+}
+
+/// Who should win a prefix of a [`Spread::Shared`] table: the source with the shortest path,
+/// and the next one (a route server that sends each client its best path other than the
+/// client's own sends this one to the winner).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Winner {
+    /// The prefix, by [`key`].
+    pub key: u64,
+    /// Indices of the sources; `second` is `None` for a prefix of one source.
+    pub best: u32,
+    pub second: Option<u32>,
 }
 
 /// Synthesized tables for `sources` over `prefixes` prefixes; deterministic for a seed.
 pub fn synth(sources: &[Source], prefixes: usize, spread: Spread, seed: u64) -> Vec<Feed> {
+    synth_with_winners(sources, prefixes, spread, seed).0
+}
+
+/// [`synth`], and for [`Spread::Shared`] the winner of every prefix (empty otherwise).
+pub fn synth_with_winners(
+    sources: &[Source],
+    prefixes: usize,
+    spread: Spread,
+    seed: u64,
+) -> (Vec<Feed>, Vec<Winner>) {
     let mut rng = Rng::new(seed);
     let table = prefixes_like_real(&mut rng, prefixes);
     let p = params();
     let mut routes: Vec<Vec<(Vec<u8>, Prefix)>> = vec![Vec::new(); sources.len()];
+    let mut winners = Vec::new();
     let mut at = 0;
     let mut block = 0usize;
     while at < table.len() {
@@ -243,6 +272,47 @@ pub fn synth(sources: &[Source], prefixes: usize, spread: Spread, seed: u64) -> 
             o if o >= 64_496 => o + (131_072 - 64_496),
             o => o,
         };
+        if let Spread::Shared { routes: total } = spread {
+            // Sources of the prefix at `x` of the table: what keeps the paths so far on the
+            // line to `total` over the whole table, so that the run has exactly `total`.
+            let line = |x: usize| total.saturating_mul(x) / table.len().max(1);
+            let count = |x: usize| (line(x + 1) - line(x)).clamp(1, sources.len());
+            let widest = (at..at + n).map(count).max().unwrap_or(1);
+            let hops = path_len(&mut rng);
+            let transit: Vec<u32> = (2..hops).map(|_| 1 + rng.below(64_000) as u32).collect();
+            for j in 0..widest {
+                let i = (block + j) % sources.len();
+                let Some(s) = sources.get(i) else { continue };
+                let mut path = vec![s.asn; 1 + j];
+                path.extend(&transit);
+                path.push(origin);
+                let values = vec![
+                    AttrValue::Origin(Origin::Igp),
+                    AttrValue::AsPath(AsPath::sequence(path)),
+                    AttrValue::NextHop(s.next_hop),
+                ];
+                let attrs = PathAttributes::canonical(values).to_bytes(&p);
+                if let Some(v) = routes.get_mut(i) {
+                    v.extend(
+                        (at..at + n)
+                            .filter(|x| count(*x) > j)
+                            .filter_map(|x| table.get(x))
+                            .map(|pf| (attrs.clone(), *pf)),
+                    );
+                }
+            }
+            let n_sources = sources.len();
+            winners.extend((at..at + n).filter_map(|x| {
+                Some(Winner {
+                    key: key(table.get(x)?),
+                    best: (block % n_sources) as u32,
+                    second: (count(x) > 1).then_some(((block + 1) % n_sources) as u32),
+                })
+            }));
+            at += n;
+            block += 1;
+            continue;
+        }
         for (i, s) in sources.iter().enumerate() {
             if spread == Spread::Share && block % sources.len() != i {
                 continue;
@@ -272,11 +342,12 @@ pub fn synth(sources: &[Source], prefixes: usize, spread: Spread, seed: u64) -> 
         at += n;
         block += 1;
     }
-    sources
+    let feeds = sources
         .iter()
         .zip(routes)
         .map(|(s, r)| pack(s.asn, r))
-        .collect()
+        .collect();
+    (feeds, winners)
 }
 
 /// A recorded update trace, turned into what one upstream speaker replays: messages with
@@ -361,4 +432,86 @@ pub fn trace(path: &Path, asn: u32, next_hop: Ipv4Addr) -> Option<Trace> {
         out.prefixes.push(keys);
     }
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sources(n: usize) -> Vec<Source> {
+        (0..n)
+            .map(|i| Source {
+                asn: 65_001 + i as u32,
+                external: true,
+                next_hop: Ipv4Addr::new(198, 51, 100, i as u8 + 1),
+            })
+            .collect()
+    }
+
+    /// Shared destinations: exactly the routes asked for, every destination announced by its
+    /// winner, and the runner-up where there is one, with a path one AS longer.
+    #[test]
+    fn shared_destinations_have_one_winner_each() {
+        let s = sources(7);
+        let (feeds, winners) = synth_with_winners(&s, 3_000, Spread::Shared { routes: 7_500 }, 9);
+        assert_eq!(feeds.iter().map(|f| f.prefixes.len()).sum::<usize>(), 7_500);
+        assert_eq!(winners.len(), 3_000);
+        let held: Vec<hashbrown::HashSet<u64>> = feeds
+            .iter()
+            .map(|f| f.prefixes.iter().copied().collect())
+            .collect();
+        for w in &winners {
+            assert!(held[w.best as usize].contains(&w.key), "{w:?}");
+            if let Some(r) = w.second {
+                assert_ne!(r, w.best);
+                assert!(held[r as usize].contains(&w.key), "{w:?}");
+            }
+            let sources = held.iter().filter(|h| h.contains(&w.key)).count();
+            assert_eq!(sources > 1, w.second.is_some(), "{w:?}");
+        }
+        let with_second = winners.iter().filter(|w| w.second.is_some()).count();
+        assert_eq!(
+            with_second, 3_000,
+            "2.5 routes a destination: every one has two"
+        );
+    }
+
+    /// The winner's path is the shortest: the runner-up has its own AS once more in front.
+    #[test]
+    fn the_runner_up_path_is_one_longer() {
+        let s = sources(3);
+        let (feeds, winners) = synth_with_winners(&s, 50, Spread::Shared { routes: 100 }, 1);
+        let w = winners
+            .iter()
+            .find(|w| w.second.is_some())
+            .expect("a shared prefix");
+        // AS_PATH lengths (one AS_SEQUENCE) of the UPDATEs of a feed that announce w.key.
+        let path_len = |f: &Feed| {
+            let mut lens = Vec::new();
+            let mut at = 0;
+            while let Some(l) = f.bytes.get(at + 16..at + 18) {
+                let len = usize::from(u16::from_be_bytes([l[0], l[1]]));
+                let msg = &f.bytes[at..at + len];
+                at += len;
+                let wlen = usize::from(u16::from_be_bytes([msg[19], msg[20]]));
+                let alen = usize::from(u16::from_be_bytes([msg[21 + wlen], msg[22 + wlen]]));
+                let attrs = &msg[23 + wlen..23 + wlen + alen];
+                let Ok(ribshard_wire::Message::Update(u)) = ribshard_wire::decode(msg, &params())
+                else {
+                    continue;
+                };
+                if u.nlri.iter().any(|n| key(&n.prefix) == w.key) {
+                    let path = ribshard_wire::update::RawAttrIter::new(attrs)
+                        .find(|a| a.type_code == ribshard_wire::attr::AS_PATH)
+                        .expect("AS_PATH");
+                    lens.push(usize::from(path.value[1]));
+                }
+            }
+            lens
+        };
+        let best = path_len(&feeds[w.best as usize]);
+        let second = path_len(&feeds[w.second.expect("second") as usize]);
+        assert_eq!((best.len(), second.len()), (1, 1));
+        assert_eq!(second[0], best[0] + 1);
+    }
 }

@@ -11,6 +11,7 @@ const PORT: &str = "27890";
 const RELAY_TEST_PORT: &str = "27892";
 const POLICY_TEST_PORT: &str = "27894";
 const ROUTE_SERVER_TEST_PORT: &str = "27896";
+const SHARED_DESTINATIONS_TEST_PORT: &str = "27898";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -221,6 +222,44 @@ fn quick_route_server_at_100_clients_is_correct_on_ribshard_and_bird() {
             // Every route but its own share (about a hundredth of them).
             assert!(held < routes && held > routes * 9 / 10, "{got} of {routes}");
             assert_eq!(got["withdrawn"], 0, "{got}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&work);
+}
+
+/// The seed's larger route-server cases, small: clients announce the same destinations
+/// (40,000 routes for 16,000), each with one winner by AS-path length. Every client is a
+/// judging receiver: it must hold every destination it does not win itself, from its
+/// winner, and nothing from a source it should not, so a replacement that never came (or
+/// came from the wrong client) fails the run.
+#[test]
+fn quick_route_server_with_shared_destinations_is_correct_on_ribshard_and_bird() {
+    let work =
+        std::env::temp_dir().join(format!("ribshard-bench-rs-shared-{}", std::process::id()));
+    for dut in ribshard_and_bird() {
+        let r = run_with(
+            "route-server",
+            dut,
+            &work,
+            SHARED_DESTINATIONS_TEST_PORT,
+            &[
+                "--peers",
+                "40",
+                "--prefixes",
+                "40000",
+                "--destinations",
+                "16000",
+            ],
+        );
+        check(&r, "route-server", dut);
+        assert_eq!(r["routes"], 40_000, "{r}");
+        assert_eq!(r["prefixes"], 16_000, "{r}");
+        let receivers = r["receivers"].as_array().cloned().unwrap_or_default();
+        assert_eq!(receivers.len(), 40, "{r}");
+        for got in &receivers {
+            let held = got["held"].as_u64().unwrap_or(0);
+            // Every destination but those it wins (about a fortieth of them).
+            assert!(held < 16_000 && held > 15_000, "{got}");
         }
     }
     let _ = std::fs::remove_dir_all(&work);

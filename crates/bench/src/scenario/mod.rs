@@ -101,6 +101,11 @@ pub struct Sizes {
     /// Peers of the route-server scenario (P).
     #[arg(long, value_parser = at_least_one)]
     pub peers: Option<usize>,
+    /// route-server: destinations the `--prefixes` routes are spread over (fewer than the
+    /// routes: peers share destinations, each with one winner by AS-path length, as in the
+    /// BIRD seed's 2M routes for 800K destinations); default, every route its own prefix.
+    #[arg(long, value_parser = at_least_one)]
+    pub destinations: Option<usize>,
     /// Replay speed of the churn scenario (1 = as recorded).
     #[arg(long, value_parser = positive_speed)]
     pub speed: Option<f64>,
@@ -401,7 +406,10 @@ fn establish_all(
                             let lean = plan.topo.role == Role::RouteServer
                                 && receivers_before(plan, i) > 0
                                 && record != Some(i);
-                            let mut h = if lean {
+                            // Clients sharing destinations: every one of them judging.
+                            let mut h = if let Some(w) = &plan.winners {
+                                Holding::judging(plan.index.clone(), spec.asn, w.clone(), i as u32)
+                            } else if lean {
                                 Holding::lean(plan.index.clone(), spec.asn)
                             } else {
                                 Holding::new(plan.index.clone(), spec.asn)

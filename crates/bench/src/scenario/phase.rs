@@ -261,6 +261,20 @@ pub(super) fn check(
         let Some(h) = s.holding.as_ref().and_then(|h| h.lock().ok()) else {
             continue;
         };
+        if let Some(v) = &h.verdict {
+            if v.good_held != e.count() || v.bad_held > 0 || !h.extras.is_empty() {
+                return Some(format!(
+                    "{}: holds {} of its {} prefixes from their winners, {} from a source it \
+                     should not, {} unknown (a judging receiver)",
+                    n.addr,
+                    v.good_held,
+                    e.count(),
+                    v.bad_held,
+                    h.extras.len()
+                ));
+            }
+            continue;
+        }
         if let Some(got) = h.lean {
             let keys = keys.get_or_insert_with(|| plan.index.keys());
             let want = Lean::of(e.ones().filter_map(|n| keys.get(n as usize).copied()));

@@ -6,7 +6,8 @@ use crate::address::{self, Kind};
 use crate::dut::{Neighbor, Role, Topology, LOCAL_AS};
 use crate::policy::Filter;
 use crate::speaker::{Bits, Index};
-use crate::table::{self, Feed, Source, Spread, Trace};
+use crate::table::{self, Feed, Source, Spread, Trace, Winner};
+use crate::verdict::Winners;
 use std::net::Ipv4Addr;
 use std::sync::Arc;
 
@@ -31,6 +32,9 @@ pub(super) struct Plan {
     pub(super) rpki: Option<crate::rpki::Synth>,
     /// The upstreams advertise graceful restart ([`Options::graceful_restart`]).
     pub(super) graceful_restart: bool,
+    /// route-server with `--destinations`: each shared prefix's winner, for the judging
+    /// receivers ([`crate::verdict`]).
+    pub(super) winners: Option<Arc<Winners>>,
 }
 
 fn real_or_synth(opts: &Options, asns: &[u32], default: usize) -> (Vec<Feed>, &'static str) {
@@ -63,6 +67,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
     let mut neighbors = Vec::new();
     let mut feeds = Vec::new();
     let mut trace = None;
+    let mut shared: Vec<Winner> = Vec::new();
     let (role, data) = match opts.scenario {
         Scenario::FullTable | Scenario::TwoFullTables | Scenario::Churn => {
             let asns: &[u32] = if opts.scenario == Scenario::TwoFullTables {
@@ -159,10 +164,18 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                     next_hop: Ipv4Addr::new(198, 51, 100, (i % 254 + 1) as u8),
                 })
                 .collect();
-            for (i, feed) in table::synth(&sources, n, Spread::Share, opts.seed)
-                .into_iter()
-                .enumerate()
-            {
+            // Fewer destinations than routes: clients share them ([`Spread::Shared`]).
+            let (f, winners) = match s.destinations.filter(|d| *d < n) {
+                Some(d) => {
+                    table::synth_with_winners(&sources, d, Spread::Shared { routes: n }, opts.seed)
+                }
+                None => (
+                    table::synth(&sources, n, Spread::Share, opts.seed),
+                    Vec::new(),
+                ),
+            };
+            shared = winners;
+            for (i, feed) in f.into_iter().enumerate() {
                 neighbors.push(Neighbor {
                     addr: address::of(Kind::RouteServerClient, i),
                     asn: feed.asn,
@@ -197,6 +210,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
             ),
     )?);
     let routes = feeds.iter().flatten().map(|f| f.prefixes.len()).sum();
+    let winners = (!shared.is_empty()).then(|| Arc::new(Winners::new(&index, &shared)));
     let rpki = opts.rpki.then(|| crate::rpki::synth(&feeds));
     // Receivers in the rr setups (sources included) are checked only where they are not
     // sources: a source gets the reflected best paths of the others, which depend on ties.
@@ -208,6 +222,10 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                 // The overload's never-reading downstream is never checked.
                 if !n.receives || (role == Role::Reflector && n.sends) || overload.contains(&i) {
                     return None;
+                }
+                // Shared destinations: what the client does not win, from its winner.
+                if let Some(w) = &winners {
+                    return Some(w.expected_at(i as u32));
                 }
                 let mut b = Bits::new(index.len());
                 for (j, f) in feeds.iter().enumerate() {
@@ -285,6 +303,7 @@ pub(super) fn plan(opts: &Options) -> Result<Plan, BenchError> {
                 .collect()
         },
         graceful_restart: opts.graceful_restart,
+        winners,
         expected,
         after_trace,
         after_change,
