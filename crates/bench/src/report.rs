@@ -328,13 +328,19 @@ pub fn read_results(path: &Path) -> Result<Vec<RunResult>, ReportError> {
         .collect()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
+/// The median of `v`; `None` when empty.
+pub(crate) fn median_of(mut v: Vec<f64>) -> Option<f64> {
     v.sort_by(f64::total_cmp);
     match v.len() {
-        0 => f64::NAN,
-        n if n % 2 == 1 => v[n / 2],
-        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+        0 => None,
+        n if n % 2 == 1 => v.get(n / 2).copied(),
+        n => Some((v[n / 2 - 1] + v[n / 2]) / 2.0),
     }
+}
+
+/// [`median_of`], NaN when empty (the report prints it as "-").
+fn median(v: Vec<f64>) -> f64 {
+    median_of(v).unwrap_or(f64::NAN)
 }
 
 /// Results of one cell (scenario, size, daemon) by their medians.

@@ -3,6 +3,7 @@
 //! `ribshard-bench run route-server --json` wrote (medians over the correct runs). A cell
 //! with no correct run (a DNF) has no point: the table beside the charts says why.
 
+use crate::report::median_of;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -45,13 +46,19 @@ fn label(row: &Value) -> String {
     }
 }
 
-fn median(mut xs: Vec<f64>) -> Option<f64> {
-    xs.sort_by(f64::total_cmp);
-    let n = xs.len();
-    match n {
-        0 => None,
-        _ if n % 2 == 1 => xs.get(n / 2).copied(),
-        _ => Some((xs[n / 2 - 1] + xs[n / 2]) / 2.0),
+/// Routes, and the distinct prefixes they are for.
+type Size = (u64, u64);
+
+/// A size as the legend gives it: 200k routes, 2M routes (for 800k destinations).
+fn size((routes, prefixes): Size) -> String {
+    let short = |n: u64| match n {
+        n if n >= 1_000_000 && n % 100_000 == 0 => format!("{}M", n as f64 / 1e6),
+        n => format!("{}k", n / 1000),
+    };
+    if prefixes < routes {
+        format!("{} routes, {} destinations", short(routes), short(prefixes))
+    } else {
+        format!("{} routes", short(routes))
     }
 }
 
@@ -60,7 +67,7 @@ type Series = Vec<(String, Vec<(f64, f64)>)>;
 
 fn series(rows: &[Value], f: impl Fn(&Value) -> Option<f64>) -> Series {
     // (daemon rank, label, routes) -> clients -> values
-    let mut cells: BTreeMap<(usize, String, u64), BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
+    let mut cells: BTreeMap<(usize, String, Size), BTreeMap<u64, Vec<f64>>> = BTreeMap::new();
     for r in rows {
         let dut = r["dut"].as_str().unwrap_or("");
         let rank = ORDER.iter().position(|d| *d == dut).unwrap_or(ORDER.len());
@@ -68,6 +75,8 @@ fn series(rows: &[Value], f: impl Fn(&Value) -> Option<f64>) -> Series {
         else {
             continue;
         };
+        // A DNF row written by scripts/scale gives no distinct count: every route its own.
+        let routes = (routes, r["prefixes"].as_u64().unwrap_or(routes));
         let values = cells
             .entry((rank, label(r), routes))
             .or_default()
@@ -87,13 +96,13 @@ fn series(rows: &[Value], f: impl Fn(&Value) -> Option<f64>) -> Series {
         .into_iter()
         .map(|((_, name, routes), by_clients)| {
             let name = if several_sizes {
-                format!("{name}, {}k routes", routes / 1000)
+                format!("{name}, {}", size(routes))
             } else {
                 name
             };
             let pts = by_clients
                 .into_iter()
-                .filter_map(|(c, v)| median(v).map(|m| (c as f64, m)))
+                .filter_map(|(c, v)| median_of(v).map(|m| (c as f64, m)))
                 .collect();
             (name, pts)
         })
