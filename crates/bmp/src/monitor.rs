@@ -350,29 +350,57 @@ pub(crate) struct State {
     dumps: mpsc::Sender<(usize, u64, DumpPart)>,
     shown: Arc<Mutex<Vec<StationStatus>>>,
     pub(crate) early: Early,
-    /// Loc-RIB changes not yet packed, and since when the oldest waits.
-    loc_rib_pending: LocRibPending,
+    /// Loc-RIB and post-policy changes not yet packed.
+    loc_rib_pending: Pending<(Prefix, Option<Arc<RouteAttrs>>)>,
+    post_policy_pending: Pending<AdjRibInChange>,
 }
 
-/// Loc-RIB changes waiting to be packed. A shard reports its decisions every few thousand
-/// prefixes, and with several shards each batch holds a fraction of a set's prefixes: packed
-/// batch by batch, a full table went out in twice the messages of one shard. Waiting up to
-/// [`LOC_RIB_WINDOW`] packs every set the shards decided meanwhile in one UPDATE and sends a
-/// prefix that changed twice once, as a speaker's update queue does.
-#[derive(Default)]
-struct LocRibPending {
-    changes: Vec<(Prefix, Option<Arc<RouteAttrs>>)>,
+/// Changes from the shards waiting to be packed. A shard reports its decisions every few
+/// thousand prefixes, and with several shards each batch holds a fraction of a set's
+/// prefixes: packed batch by batch, a full table went out in twice the messages of one
+/// shard. Waiting up to [`PACK_WINDOW`] packs every set the shards reported meanwhile in one
+/// UPDATE and sends a prefix that changed twice once, as a speaker's update queue does.
+struct Pending<T> {
+    changes: Vec<T>,
     /// More than one batch taken: a prefix may appear more than once.
     merged: bool,
     since: Option<tokio::time::Instant>,
 }
 
-/// How long a Loc-RIB change may wait for others to be packed with it: short beside a
-/// station's view of a convergence, long beside a shard's reporting interval.
-const LOC_RIB_WINDOW: Duration = Duration::from_millis(50);
+impl<T> Default for Pending<T> {
+    fn default() -> Self {
+        Pending {
+            changes: Vec::new(),
+            merged: false,
+            since: None,
+        }
+    }
+}
+
+impl<T> Pending<T> {
+    /// Takes a shard's batch; true when it is time to pack without waiting longer.
+    fn take_in(&mut self, changes: Vec<T>) -> bool {
+        if self.changes.is_empty() {
+            self.changes = changes;
+            self.since = Some(tokio::time::Instant::now());
+        } else {
+            self.changes.extend(changes);
+            self.merged = true;
+        }
+        self.changes.len() >= PACK_BATCH
+    }
+
+    fn due(&self) -> Option<tokio::time::Instant> {
+        self.since.map(|t| t + PACK_WINDOW)
+    }
+}
+
+/// How long a change may wait for others to be packed with it: short beside a station's
+/// view of a convergence, long beside a shard's reporting interval.
+const PACK_WINDOW: Duration = Duration::from_millis(50);
 
 /// Changes packed in one round at most, waited for or not.
-const LOC_RIB_BATCH: usize = 1 << 16;
+const PACK_BATCH: usize = 1 << 16;
 
 /// Keeps each prefix's last change only: a prefix decided again in a later batch is sent as
 /// it ended up, since a packer's withdrawals and announcements are not ordered.
@@ -421,29 +449,33 @@ async fn run(
         dumps,
         shown,
         early: Early::default(),
-        loc_rib_pending: LocRibPending::default(),
+        loc_rib_pending: Pending::default(),
+        post_policy_pending: Pending::default(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
-        let pack_at = st.loc_rib_pending.since.map(|t| t + LOC_RIB_WINDOW);
+        let pack_at = match (st.loc_rib_pending.due(), st.post_policy_pending.due()) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         tokio::select! {
             biased;
             Some((id, link)) = links.recv() => {
                 // What was decided before a station's dump starts goes out before it.
-                st.pack_loc_rib();
+                st.pack_all();
                 st.link(id, link)
             }
             Some((id, generation, part)) = dump_rx.recv() => {
-                st.pack_loc_rib();
+                st.pack_all();
                 st.dump_part(id, generation, part)
             }
             _ = tokio::time::sleep_until(pack_at.unwrap_or_else(tokio::time::Instant::now)),
-                if pack_at.is_some() => st.pack_loc_rib(),
+                if pack_at.is_some() => st.pack_due(),
             m = rx.recv() => match m {
                 None => break,
                 Some(Input::Stop(done)) => {
-                    st.pack_loc_rib();
+                    st.pack_all();
                     st.stop().await;
                     let _ = done.send(());
                     break;
@@ -462,6 +494,13 @@ impl State {
     fn input(&mut self, m: Input) {
         match m {
             Input::Session(v) => {
+                // A neighbor's post-policy paths go out under the session they were
+                // learned in: before its Peer Down, and before a new session's Peer Up.
+                if v.iter()
+                    .any(|s| matches!(s, Inbound::Up { .. } | Inbound::Down { .. }))
+                {
+                    self.pack_post_policy();
+                }
                 for s in v {
                     self.session(s);
                 }
@@ -471,7 +510,7 @@ impl State {
             Input::Sent(member, updates) => self.sent(member, updates),
             Input::Barrier(done) => {
                 // Everything before the barrier on its way to the stations.
-                self.pack_loc_rib();
+                self.pack_all();
                 done.pass()
             }
             Input::Pipeline(p) => self.pipeline = Some(p),
@@ -580,7 +619,7 @@ impl State {
     }
 
     /// Counts a shard's batch of best-path changes and keeps it to be packed with the
-    /// others of [`LOC_RIB_WINDOW`].
+    /// others of [`PACK_WINDOW`].
     fn loc_rib_changes(
         &mut self,
         changes: Vec<(Prefix, Option<Arc<RouteAttrs>>)>,
@@ -591,22 +630,31 @@ impl State {
         if !self.connected(Feed::LocRib) {
             return;
         }
-        let p = &mut self.loc_rib_pending;
-        if p.changes.is_empty() {
-            p.changes = changes;
-            p.since = Some(tokio::time::Instant::now());
-        } else {
-            p.changes.extend(changes);
-            p.merged = true;
-        }
-        if p.changes.len() >= LOC_RIB_BATCH {
+        if self.loc_rib_pending.take_in(changes) {
             self.pack_loc_rib();
+        }
+    }
+
+    /// Everything waiting, packed now.
+    fn pack_all(&mut self) {
+        self.pack_loc_rib();
+        self.pack_post_policy();
+    }
+
+    /// What has waited its [`PACK_WINDOW`], packed.
+    fn pack_due(&mut self) {
+        let now = tokio::time::Instant::now();
+        if self.loc_rib_pending.due().is_some_and(|t| t <= now) {
+            self.pack_loc_rib();
+        }
+        if self.post_policy_pending.due().is_some_and(|t| t <= now) {
+            self.pack_post_policy();
         }
     }
 
     /// Route Monitoring for the Loc-RIB changes waiting, each prefix as it ended up.
     fn pack_loc_rib(&mut self) {
-        let LocRibPending {
+        let Pending {
             mut changes,
             merged,
             ..
@@ -634,16 +682,28 @@ impl State {
         self.send(Feed::LocRib, msgs);
     }
 
-    /// Post-policy Route Monitoring (RFC 7854 section 4.2, the L flag): each path's last
-    /// state in the batch, per neighbor. A path of a neighbor that is down now is left out:
-    /// its Peer Down told the stations it is gone, and a later session's Peer Up comes with
-    /// no routes (its paths' changes come after those of the one before).
+    /// Keeps a shard's batch of post-policy changes to be packed with the others of
+    /// [`PACK_WINDOW`] (flushed before any Peer Up or Down, [`State::input`]).
     fn post_policy_changes(&mut self, changes: Vec<AdjRibInChange>) {
         if !self.connected(Feed::PostPolicy) {
             return;
         }
-        // A path changed twice in a batch is sent as it ended up: the first change is kept
-        // out of the UPDATEs, whose withdrawals and announcements are not ordered.
+        if self.post_policy_pending.take_in(changes) {
+            self.pack_post_policy();
+        }
+    }
+
+    /// Post-policy Route Monitoring (RFC 7854 section 4.2, the L flag): each path's last
+    /// state among the changes waiting, per neighbor. A path of a neighbor that is down now
+    /// is left out: its Peer Down told the stations it is gone, and a later session's Peer
+    /// Up comes with no routes (its paths' changes come after those of the one before).
+    fn pack_post_policy(&mut self) {
+        let changes = std::mem::take(&mut self.post_policy_pending).changes;
+        if changes.is_empty() || !self.connected(Feed::PostPolicy) {
+            return;
+        }
+        // A path changed twice is sent as it ended up: the first change is kept out of the
+        // UPDATEs, whose withdrawals and announcements are not ordered.
         let mut seen = hashbrown::HashSet::with_capacity(changes.len());
         let last: Vec<bool> = changes
             .iter()
