@@ -383,7 +383,9 @@ impl Holding {
                 0 => From::Unknown,
                 s => From::Source((s - 1) as u32),
             };
-            v.judge(n, r.announce.then_some(from));
+            if v.judge(n, r.announce.then_some(from)) {
+                self.redundant += 1;
+            }
             return;
         }
         match (number, r.announce) {

@@ -89,15 +89,18 @@ impl Verdict {
         }
     }
 
-    /// Prefix number `n` withdrawn (`from` None) or announced by `from`.
-    pub fn judge(&mut self, n: u32, from: Option<From>) {
-        if self.good.clear(n) {
+    /// Prefix number `n` withdrawn (`from` None) or announced by `from`. True when it was
+    /// held from its winner and is announced by its winner again: the winner's route never
+    /// changes in these runs, so that is a redundant announcement.
+    pub fn judge(&mut self, n: u32, from: Option<From>) -> bool {
+        let was_good = self.good.clear(n);
+        if was_good {
             self.good_held -= 1;
         }
         if self.bad.clear(n) {
             self.bad_held -= 1;
         }
-        let Some(from) = from else { return };
+        let Some(from) = from else { return false };
         let at = n as usize;
         let best = self.winners.best.get(at).copied().unwrap_or(NONE);
         let second = self.winners.second.get(at).copied().unwrap_or(NONE);
@@ -105,12 +108,14 @@ impl Verdict {
             From::Source(s) if best != self.me && s == best && best != NONE => {
                 self.good.set(n);
                 self.good_held += 1;
+                was_good
             }
             // The runner-up at the winner: a route server with a best path per client.
-            From::Source(s) if best == self.me && s == second && second != NONE => {}
+            From::Source(s) if best == self.me && s == second && second != NONE => false,
             _ => {
                 self.bad.set(n);
                 self.bad_held += 1;
+                false
             }
         }
     }
@@ -190,8 +195,12 @@ mod tests {
             (0, 1),
             "the runner-up is not the winner"
         );
-        v.judge(n(11 << 8), Some(From::Source(1)));
+        assert!(!v.judge(n(11 << 8), Some(From::Source(1))));
         v.judge(n(12 << 8), Some(From::Source(2)));
+        assert!(
+            v.judge(n(12 << 8), Some(From::Source(2))),
+            "the same route again"
+        );
         assert_eq!(
             (v.good_held, v.bad_held),
             (2, 0),
