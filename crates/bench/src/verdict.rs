@@ -17,27 +17,28 @@
 use crate::speaker::{Bits, Index};
 use crate::table::Winner;
 
-/// Winner and runner-up per prefix number of the [`Index`] (`NONE`: not a shared prefix).
+/// Winner and runner-up per prefix number of the [`Index`] (`NONE`: not a shared prefix),
+/// side by side: a receiver reads both with one cache miss.
 pub struct Winners {
-    best: Vec<u32>,
-    second: Vec<u32>,
+    pairs: Vec<[u16; 2]>,
 }
 
-const NONE: u32 = u32::MAX;
+/// No source (the route server's clients are at most 64,000: [`crate::address`]).
+const NONE: u16 = u16::MAX;
+
+fn source(s: Option<u32>) -> u16 {
+    s.and_then(|s| u16::try_from(s).ok()).unwrap_or(NONE)
+}
 
 impl Winners {
     pub fn new(index: &Index, winners: &[Winner]) -> Winners {
         let mut w = Winners {
-            best: vec![NONE; index.len()],
-            second: vec![NONE; index.len()],
+            pairs: vec![[NONE; 2]; index.len()],
         };
         for x in winners {
             let Some(n) = index.get(x.key) else { continue };
-            if let Some(b) = w.best.get_mut(n as usize) {
-                *b = x.best;
-            }
-            if let Some(s) = w.second.get_mut(n as usize) {
-                *s = x.second.unwrap_or(NONE);
+            if let Some(p) = w.pairs.get_mut(n as usize) {
+                *p = [source(Some(x.best)), source(x.second)];
             }
         }
         w
@@ -45,8 +46,9 @@ impl Winners {
 
     /// The prefixes `client` must hold from their winner: every one it does not win.
     pub fn expected_at(&self, client: u32) -> Bits {
-        let mut b = Bits::new(self.best.len());
-        for (n, best) in self.best.iter().enumerate() {
+        let mut b = Bits::new(self.pairs.len());
+        let client = source(Some(client));
+        for (n, [best, _]) in self.pairs.iter().enumerate() {
             if *best != client && *best != NONE {
                 b.set(n as u32);
             }
@@ -59,7 +61,7 @@ impl Winners {
 pub struct Verdict {
     winners: std::sync::Arc<Winners>,
     /// The receiving client's number among the sources.
-    me: u32,
+    me: u16,
     good: Bits,
     bad: Bits,
     /// Prefixes held from their winner, and held from a source they should not be.
@@ -78,10 +80,10 @@ pub enum From {
 
 impl Verdict {
     pub fn new(winners: std::sync::Arc<Winners>, me: u32) -> Verdict {
-        let n = winners.best.len();
+        let n = winners.pairs.len();
         Verdict {
             winners,
-            me,
+            me: source(Some(me)),
             good: Bits::new(n),
             bad: Bits::new(n),
             good_held: 0,
@@ -102,16 +104,19 @@ impl Verdict {
         }
         let Some(from) = from else { return false };
         let at = n as usize;
-        let best = self.winners.best.get(at).copied().unwrap_or(NONE);
-        let second = self.winners.second.get(at).copied().unwrap_or(NONE);
+        let [best, second] = self.winners.pairs.get(at).copied().unwrap_or([NONE; 2]);
+        let from = match from {
+            From::Source(s) => source(Some(s)),
+            From::Unknown => NONE,
+        };
         match from {
-            From::Source(s) if best != self.me && s == best && best != NONE => {
+            s if best != self.me && s == best && best != NONE => {
                 self.good.set(n);
                 self.good_held += 1;
                 was_good
             }
             // The runner-up at the winner: a route server with a best path per client.
-            From::Source(s) if best == self.me && s == second && second != NONE => false,
+            s if best == self.me && s == second && second != NONE => false,
             _ => {
                 self.bad.set(n);
                 self.bad_held += 1;
