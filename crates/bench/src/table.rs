@@ -223,11 +223,11 @@ pub enum Spread {
     All,
     /// Each origin block is announced by one source, round robin (a route server's peers).
     Share,
-    /// `routes` paths over the prefixes: each origin block announced by one source or by
-    /// several in a row of the round robin, the first with the shortest AS path and each next
-    /// one with its own AS once more in front (so every daemon picks the same best path, RFC
-    /// 4271 section 9.1.2.2 a), as many as it takes to reach `routes` on average (a route
-    /// server's peers sharing destinations, as in the BIRD seed's 2M routes for 800K).
+    /// Exactly `routes` paths over the prefixes: each prefix announced by one source or by
+    /// several in a row of the round robin (from its origin block's), the first with the
+    /// shortest AS path and each next one with its own AS once more in front (so every
+    /// daemon picks the same best path, RFC 4271 section 9.1.2.2 a); a route server's peers
+    /// sharing destinations, as in the BIRD seed's 2M routes for 800K.
     Shared { routes: usize },
 }
 
