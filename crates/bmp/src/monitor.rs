@@ -496,8 +496,10 @@ impl State {
             Input::Session(v) => {
                 // A neighbor's post-policy paths go out under the session they were
                 // learned in: before its Peer Down, and before a new session's Peer Up.
-                if v.iter()
-                    .any(|s| matches!(s, Inbound::Up { .. } | Inbound::Down { .. }))
+                // Checked only when paths wait: the batch is mostly UPDATEs.
+                if !self.post_policy_pending.changes.is_empty()
+                    && v.iter()
+                        .any(|s| matches!(s, Inbound::Up { .. } | Inbound::Down { .. }))
                 {
                     self.pack_post_policy();
                 }
