@@ -1,8 +1,9 @@
 //! Live changes an update thread holds for a group, merged per path as they come.
 
 use crate::{Entry, PathKey};
-use hashbrown::HashMap;
+use hashbrown::{DefaultHashBuilder, HashMap, HashTable};
 use ribshard_rib::Exported;
+use std::hash::BuildHasher;
 use std::sync::Arc;
 
 /// Live changes merged as they come: the last change of each path, in order of its first
@@ -10,11 +11,21 @@ use std::sync::Arc;
 /// was before its last change is freed at once. They may leave in parts
 /// ([`Merged::take_part`]); a path changed again after its part left comes again, last.
 ///
-/// One table entry per path (about 41 octets, in a table at most half empty): a whole
-/// table's changes held while it arrives cost less than its Adj-RIB-In.
+/// The changes sit in chunks that never move, found through a table of their positions (4
+/// octets a bucket): about 55 octets a path, and growing copies nothing. A hash map of the
+/// changes themselves (49 octets a bucket, at most seven eighths full) held two full tables
+/// in 19 to 38 MB, and twice that while it grew: most of the memory ribshard needed beyond
+/// BIRD's when two upstreams without graceful restart sent their tables together.
 #[derive(Default)]
 pub struct Merged {
-    paths: HashMap<PathKey, Change>,
+    /// Changes by position; `None` where a path left in a part. Each chunk holds
+    /// [`CHUNK`] positions and never grows past them.
+    chunks: Vec<Vec<Option<Change>>>,
+    /// The position of every change held, hashed by its path (and of some that left).
+    index: HashTable<u32>,
+    hasher: DefaultHashBuilder,
+    /// Changes held (positions used, less those left).
+    held: usize,
     /// The next path's place in the order.
     next: u32,
     /// Places below this were cut into parts by [`Merged::plan`]...
@@ -23,53 +34,103 @@ pub struct Merged {
     taken: u32,
 }
 
+/// Positions a chunk of [`Merged`] holds.
+const CHUNK: usize = 4096;
+
 /// A path's last change, what the group advertised before its first ([`Entry::before`]),
-/// and its place in the order of first appearance.
+/// and its place in the order (of first appearance, or as [`Merged::plan`] placed it).
 struct Change {
+    key: PathKey,
     exported: Option<Arc<Exported>>,
     source: u32,
-    seq: u32,
     before: u32,
+    place: u32,
+}
+
+/// The change at `pos`.
+fn at(chunks: &[Vec<Option<Change>>], pos: u32) -> Option<&Change> {
+    let pos = pos as usize;
+    chunks.get(pos / CHUNK)?.get(pos % CHUNK)?.as_ref()
 }
 
 impl Merged {
     /// Adds changes; returns how many paths are new here.
     pub fn extend(&mut self, entries: impl IntoIterator<Item = Entry>) -> usize {
-        let before = self.paths.len();
+        let before = self.held;
         for e in entries {
-            match self.paths.entry(e.key()) {
-                hashbrown::hash_map::Entry::Occupied(mut o) => {
-                    let c = o.get_mut();
-                    c.exported = e.exported;
-                    c.source = e.source;
-                }
-                hashbrown::hash_map::Entry::Vacant(v) => {
-                    v.insert(Change {
-                        exported: e.exported,
-                        source: e.source,
-                        seq: self.next,
-                        before: e.before,
-                    });
-                    self.next += 1;
-                    if self.next == u32::MAX {
-                        self.renumber();
-                    }
-                }
+            let key = e.key();
+            let hash = self.hasher.hash_one(key);
+            let chunks = &mut self.chunks;
+            let found = self
+                .index
+                .find(hash, |&p| at(chunks, p).is_some_and(|c| c.key == key))
+                .copied();
+            let held = found.and_then(|p| {
+                let p = p as usize;
+                chunks.get_mut(p / CHUNK)?.get_mut(p % CHUNK)?.as_mut()
+            });
+            if let Some(c) = held {
+                c.exported = e.exported;
+                c.source = e.source;
+                continue;
+            }
+            let place = self.next;
+            self.push(
+                hash,
+                Change {
+                    key,
+                    exported: e.exported,
+                    source: e.source,
+                    before: e.before,
+                    place,
+                },
+            );
+            self.next += 1;
+            if self.next == u32::MAX {
+                self.renumber();
             }
         }
-        self.paths.len() - before
+        self.held - before
+    }
+
+    /// Puts `c` at the next position.
+    fn push(&mut self, hash: u64, c: Change) {
+        if self.chunks.last().is_none_or(|k| k.len() == CHUNK) {
+            self.chunks.push(Vec::with_capacity(CHUNK));
+        }
+        let pos = (self.chunks.len() - 1) * CHUNK + self.chunks.last().map_or(0, Vec::len);
+        if let Some(k) = self.chunks.last_mut() {
+            k.push(Some(c));
+        }
+        let (chunks, hasher) = (&self.chunks, &self.hasher);
+        self.index.insert_unique(hash, pos as u32, |&p| {
+            at(chunks, p).map_or(0, |c| hasher.hash_one(c.key))
+        });
+        self.held += 1;
+    }
+
+    /// Every change held, with its place; what is held is then empty.
+    fn drain(&mut self) -> impl Iterator<Item = Change> {
+        let chunks = std::mem::take(&mut self.chunks);
+        self.index.clear();
+        self.held = 0;
+        chunks.into_iter().flatten().flatten()
     }
 
     /// Places from 0 again, in the same order (after four billion paths held at once or
     /// one after another without the group ever emptying).
     fn renumber(&mut self) {
-        let mut seqs: Vec<u32> = self.paths.values().map(|c| c.seq).collect();
-        seqs.sort_unstable();
-        for c in self.paths.values_mut() {
-            c.seq = seqs.binary_search(&c.seq).unwrap_or(0) as u32;
+        let mut places: Vec<u32> = self.changes().map(|c| c.place).collect();
+        places.sort_unstable();
+        for c in self.chunks.iter_mut().flatten().flatten() {
+            c.place = places.binary_search(&c.place).unwrap_or(0) as u32;
         }
-        self.next = seqs.len() as u32;
+        self.next = places.len() as u32;
         (self.planned, self.taken) = (0, 0);
+    }
+
+    fn changes(&self) -> impl Iterator<Item = &Change> {
+        self.chunks.iter().flatten().flatten()
     }
 
     /// About `n` changes taken out (all if fewer are held): whole attribute sets (the
@@ -79,7 +140,7 @@ impl Merged {
     /// the table at once. Paths that come while planned parts are still held wait for the
     /// next plan (a path changed again keeps its part).
     pub fn take_part(&mut self, n: usize) -> Vec<Entry> {
-        if n >= self.paths.len() {
+        if n >= self.held {
             return std::mem::take(self).into_entries();
         }
         if self.taken >= self.planned {
@@ -90,12 +151,31 @@ impl Merged {
             .saturating_add(u32::try_from(n).unwrap_or(u32::MAX))
             .min(self.planned);
         self.taken = end;
-        let mut part: Vec<(u32, Entry)> = self
-            .paths
-            .extract_if(|_, c| c.seq < end)
-            .map(|(key, c)| (c.seq, entry(key, c)))
-            .collect();
-        part.sort_unstable_by_key(|(seq, _)| *seq);
+        let mut part: Vec<(u32, Entry)> = Vec::new();
+        for chunk in &mut self.chunks {
+            for slot in chunk {
+                if slot.as_ref().is_none_or(|c| c.place >= end) {
+                    continue;
+                }
+                // Its position stays in the index, naming nothing, until what is held
+                // moves up (below) or empties: a lookup never matches an empty position.
+                let Some(c) = slot.take() else { continue };
+                part.push((c.place, entry(c)));
+            }
+        }
+        self.held -= part.len();
+        // Positions left behind are reused only by a new start: once they outnumber the
+        // changes held, what is held moves up, so a group that never empties does not
+        // keep every path it ever held.
+        let positions = self.chunks.iter().map(Vec::len).sum::<usize>();
+        if positions - self.held > self.held.max(CHUNK) {
+            let kept: Vec<Change> = self.drain().collect();
+            for c in kept {
+                let hash = self.hasher.hash_one(c.key);
+                self.push(hash, c);
+            }
+        }
+        part.sort_unstable_by_key(|(place, _)| *place);
         part.into_iter().map(|(_, e)| e).collect()
     }
 
@@ -114,7 +194,7 @@ impl Merged {
         let mut by_ptr: HashMap<*const Exported, usize> = HashMap::new();
         {
             let mut by_content: HashMap<&Exported, usize> = HashMap::new();
-            for c in self.paths.values() {
+            for c in self.chunks.iter().flatten().flatten() {
                 // Withdrawals are one set (the null pointer).
                 let ptr = c.exported.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
                 let i = *by_ptr.entry(ptr).or_insert_with(|| {
@@ -133,7 +213,7 @@ impl Merged {
                 });
                 if let Some(s) = sets.get_mut(i) {
                     s.size += 1;
-                    s.first = s.first.min(c.seq);
+                    s.first = s.first.min(c.place);
                 }
             }
         }
@@ -147,10 +227,10 @@ impl Merged {
             }
         }
         // Within a set the order does not matter (its paths share UPDATEs).
-        for c in self.paths.values_mut() {
+        for c in self.chunks.iter_mut().flatten().flatten() {
             let ptr = c.exported.as_ref().map_or(std::ptr::null(), Arc::as_ptr);
             if let Some(s) = by_ptr.get(&ptr).and_then(|i| sets.get_mut(*i)) {
-                c.seq = s.at;
+                c.place = s.at;
                 s.at += 1;
             }
         }
@@ -158,26 +238,23 @@ impl Merged {
     }
 
     /// All the changes, in order.
-    pub fn into_entries(self) -> Vec<Entry> {
-        let mut all: Vec<(u32, Entry)> = self
-            .paths
-            .into_iter()
-            .map(|(key, c)| (c.seq, entry(key, c)))
-            .collect();
-        all.sort_unstable_by_key(|(seq, _)| *seq);
+    pub fn into_entries(mut self) -> Vec<Entry> {
+        let mut all: Vec<(u32, Entry)> = self.drain().map(|c| (c.place, entry(c))).collect();
+        all.sort_unstable_by_key(|(place, _)| *place);
         all.into_iter().map(|(_, e)| e).collect()
     }
 
     pub fn len(&self) -> usize {
-        self.paths.len()
+        self.held
     }
 
     pub fn is_empty(&self) -> bool {
-        self.paths.is_empty()
+        self.held == 0
     }
 }
 
-fn entry((prefix, path_id): PathKey, c: Change) -> Entry {
+fn entry(c: Change) -> Entry {
+    let (prefix, path_id) = c.key;
     Entry {
         prefix,
         exported: c.exported,
@@ -274,6 +351,42 @@ mod tests {
         let mut v = prefixes(&v);
         v.sort();
         v
+    }
+
+    /// Past a few chunks of positions left behind, what is held moves up: it must still be
+    /// found (a change again replaces it, not adds it) and leave once, in its place.
+    #[test]
+    fn what_is_held_moves_up_and_is_still_found() {
+        let n = 3 * CHUNK as u32;
+        let q = |i: u32| Prefix::v4(std::net::Ipv4Addr::from(0x0a00_0000 + (i << 8)), 24).unwrap();
+        let with = |i: u32, source: u32| {
+            let mut e = Entry::withdraw(q(i));
+            e.source = source;
+            e
+        };
+        let mut m = Merged::default();
+        assert_eq!(m.extend((0..n).map(|i| with(i, 1))), n as usize);
+        let mut seen = Vec::new();
+        // Two thirds out: the positions left outnumber the paths held, which move up.
+        while m.len() > CHUNK {
+            seen.extend(m.take_part(CHUNK / 2));
+        }
+        assert_eq!(m.chunks.iter().map(Vec::len).sum::<usize>(), m.len());
+        // Changed again: found where they moved, not added.
+        let held: Vec<u32> = (0..n)
+            .filter(|i| !seen.iter().any(|e| e.prefix == q(*i)))
+            .collect();
+        assert_eq!(m.extend(held.iter().map(|i| with(*i, 2))), 0);
+        let rest = m.take_part(usize::MAX);
+        assert_eq!(rest.len(), held.len());
+        assert!(rest.iter().all(|e| e.source == 2));
+        assert!(m.is_empty());
+        seen.extend(rest);
+        let mut got: Vec<Prefix> = prefixes(&seen);
+        got.sort();
+        let mut want: Vec<Prefix> = (0..n).map(q).collect();
+        want.sort();
+        assert_eq!(got, want, "every path once");
     }
 
     #[test]
