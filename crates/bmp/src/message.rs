@@ -91,6 +91,8 @@ pub mod down {
 pub mod stat {
     /// Prefixes rejected by inbound policy (32-bit counter).
     pub const REJECTED: u16 = 0;
+    /// Known duplicate withdraws (32-bit counter).
+    pub const DUPLICATE_WITHDRAWS: u16 = 2;
     /// Routes in the Adj-RIBs-In (64-bit gauge).
     pub const ADJ_RIB_IN: u16 = 7;
     /// Routes in the Loc-RIB (64-bit gauge).
@@ -99,6 +101,10 @@ pub mod stat {
     pub const ADJ_RIB_IN_AFI: u16 = 9;
     /// Per AFI/SAFI: routes in the Loc-RIB.
     pub const LOC_RIB_AFI: u16 = 10;
+    /// UPDATEs subjected to treat-as-withdraw (RFC 7606), and their prefixes (32-bit
+    /// counters).
+    pub const TREAT_AS_WITHDRAW_UPDATES: u16 = 11;
+    pub const TREAT_AS_WITHDRAW_PREFIXES: u16 = 12;
 }
 
 /// Who a message is about (RFC 7854 section 4.2).
@@ -443,12 +449,15 @@ mod tests {
             &[
                 Stat::Gauge(stat::ADJ_RIB_IN, 7),
                 Stat::FamilyGauge(stat::ADJ_RIB_IN_AFI, 1, 1, 7),
+                Stat::Counter(stat::TREAT_AS_WITHDRAW_UPDATES, 3),
             ],
         );
         let (f, _) = frame(&s).unwrap().unwrap();
         assert_eq!(f.peer.unwrap().address, v4.address);
-        assert_eq!(&f.body[..4], &[0, 0, 0, 2]);
-        assert_eq!(f.body.len(), 4 + 12 + 15);
+        assert_eq!(&f.body[..4], &[0, 0, 0, 3]);
+        assert_eq!(f.body.len(), 4 + 12 + 15 + 8);
+        // A counter: type, length 4, the 32-bit value.
+        assert_eq!(&f.body[f.body.len() - 8..], &[0, 11, 0, 4, 0, 0, 0, 3]);
     }
 
     #[test]

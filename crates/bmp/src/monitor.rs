@@ -798,11 +798,30 @@ impl State {
             let mut msgs = Vec::new();
             if s.config.ribs.pre_policy {
                 for p in self.peers.values() {
-                    let counts = p.status.borrow().prefixes;
-                    let mut stats = vec![Stat::Gauge(
-                        message::stat::ADJ_RIB_IN,
-                        counts.iter().map(|&c| c as u64).sum(),
-                    )];
+                    let (counts, input) = {
+                        let st = p.status.borrow();
+                        (st.prefixes, st.input)
+                    };
+                    // 32-bit counters wrap (RFC 7854 section 4.8).
+                    let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
+                    let mut stats = vec![
+                        Stat::Gauge(
+                            message::stat::ADJ_RIB_IN,
+                            counts.iter().map(|&c| c as u64).sum(),
+                        ),
+                        counter(
+                            message::stat::DUPLICATE_WITHDRAWS,
+                            input.duplicate_withdraws,
+                        ),
+                        counter(
+                            message::stat::TREAT_AS_WITHDRAW_UPDATES,
+                            input.treat_as_withdraw_updates,
+                        ),
+                        counter(
+                            message::stat::TREAT_AS_WITHDRAW_PREFIXES,
+                            input.treat_as_withdraw_prefixes,
+                        ),
+                    ];
                     for f in &p.families {
                         stats.push(Stat::FamilyGauge(
                             message::stat::ADJ_RIB_IN_AFI,

@@ -344,6 +344,24 @@ retry-max = 2
             && m["counter_value"] == routes_b.len())),
         "no Adj-RIB-In statistics"
     );
+    // And the counters of what its UPDATEs did (duplicate withdraws, treat-as-withdraw
+    // UPDATEs and prefixes): none from BIRD, as pmbmpd decodes them.
+    for ty in [2, 11, 12] {
+        assert!(
+            wait(10, || collector.messages().iter().any(|m| kind(m)
+                == "stats"
+                && m["peer_ip"] == "127.0.0.52"
+                && m["counter_type"] == ty
+                && m["counter_value"] == 0)),
+            "no statistics of type {ty}: {:?}",
+            collector
+                .messages()
+                .iter()
+                .filter(|m| kind(m) == "stats")
+                .take(8)
+                .collect::<Vec<_>>()
+        );
+    }
     assert!(
         wait(10, || collector.messages().iter().any(|m| kind(m)
             == "stats"

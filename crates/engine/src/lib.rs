@@ -26,6 +26,6 @@ pub mod telemetry;
 
 pub use negotiate::{Negotiated, PeerSettings};
 pub use session::{
-    needs_new_session, DownReason, Inbound, Opened, SessionHandle, SessionStatus, Sessions,
-    SettingsApplied,
+    needs_new_session, DownReason, Inbound, InputCounts, Opened, SessionHandle, SessionStatus,
+    Sessions, SettingsApplied,
 };

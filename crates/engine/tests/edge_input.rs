@@ -179,6 +179,18 @@ async fn routes_a_peer_may_not_send_are_ignored_and_well_known_communities_honou
             with(|v| set(v, AttrValue::AsPath(AsPath::sequence([0])))),
         ),
     ];
+    // Withdrawn before it was ever announced: a duplicate withdraw to BMP (RFC 7854
+    // section 4.8, type 2); and 11 after all of it, withdrawn once and then again.
+    let withdraw = |i: u8| {
+        let mut out = Vec::new();
+        ribshard_wire::UpdateBuilder::new(params()).withdraw(
+            Family::Ipv4Unicast,
+            &[ribshard_wire::Nlri::new(prefix(i))],
+            &mut out,
+        );
+        out
+    };
+    up.send(&withdraw(200)).await;
     for (i, attrs) in sent {
         up.send(&announce(attrs, i)).await;
     }
@@ -203,6 +215,19 @@ async fn routes_a_peer_may_not_send_are_ignored_and_well_known_communities_honou
     assert_eq!(st.state, State::Established);
     assert!(st.last_sent.is_none(), "{:?}", st.last_sent);
     assert_eq!(st.prefixes[0], 5, "7 to 11 are in its Adj-RIB-In");
+    // Counted for BMP's statistics: three UPDATEs treated as withdraw (1, 2 and the second
+    // of 12), one prefix each; withdrawals of what was not held: 200, and 11 the second time.
+    up.send(&withdraw(11)).await;
+    up.send(&withdraw(11)).await;
+    let want = ribshard_engine::InputCounts {
+        duplicate_withdraws: 2,
+        treat_as_withdraw_updates: 3,
+        treat_as_withdraw_prefixes: 3,
+    };
+    let counted = sessions.peers[0]
+        .wait_for(Duration::from_secs(10), |st| st.input == want)
+        .await;
+    assert!(counted, "{:?}", sessions.peers[0].status().input);
     harness::stop(pipeline, sessions).await;
 }
 

@@ -15,8 +15,8 @@ mod status;
 mod task;
 
 pub use status::{
-    Counts, OutputQueue, SessionCounters, SessionError, SessionStatus, StaleRoutes, Stamped,
-    MESSAGE_TYPES,
+    Counts, InputCounts, OutputQueue, SessionCounters, SessionError, SessionStatus, StaleRoutes,
+    Stamped, MESSAGE_TYPES,
 };
 
 use crate::negotiate::{Negotiated, PeerSettings};

@@ -15,7 +15,7 @@ use ribshard_rib::shard::families;
 use ribshard_rib::Ingress;
 use ribshard_wire::message::{MessageType, HEADER_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub};
-use ribshard_wire::{decode, parse_update, Family, Message, Nlri, RouteRefresh};
+use ribshard_wire::{decode, parse_update, Family, Message, Nlri, NlriView, RouteRefresh};
 use tracing::{debug, info, warn};
 
 impl Session {
@@ -26,9 +26,11 @@ impl Session {
         let n = std::mem::take(&mut self.unpublished_updates);
         if n > 0 {
             let prefixes = [self.adj_rib_in[0].len(), self.adj_rib_in[1].len()];
+            let input = self.input;
             self.status.send_modify(|st| {
                 st.updates_received += n;
                 st.prefixes = prefixes;
+                st.input = input;
             });
         }
     }
@@ -236,8 +238,18 @@ impl Session {
                 return;
             }
         };
+        // The Withdrawn Routes and MP_UNREACH_NLRI lead `withdrawn_all`; past them come
+        // the announcements an UPDATE treated as withdraw withdraws.
+        let mut explicit = usize::MAX;
         if let Some(e) = parsed.treat_as_withdraw {
             warn!(neighbor = %self.name(), "UPDATE treated as withdraw (RFC 7606): {e}");
+            let count = |v: Option<NlriView>| v.map_or(0, |v| v.iter().count());
+            let reach = parsed.attrs.mp_reach.and_then(|m| m.nlri);
+            let unreach = parsed.attrs.mp_unreach.and_then(|m| m.nlri);
+            explicit = count(Some(parsed.withdrawn)) + count(unreach);
+            self.input.treat_as_withdraw_updates += 1;
+            self.input.treat_as_withdraw_prefixes +=
+                (count(Some(parsed.nlri)) + count(reach)) as u64;
         }
         for e in &parsed.discarded {
             debug!(neighbor = %self.name(), "attribute discarded (RFC 7606): {e}");
@@ -273,23 +285,26 @@ impl Session {
         let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
         // A withdrawal (or an announcement that is a route leak): out of the Adj-RIB-In
         // index, no longer awaited by a refresh, and withdrawn in the pipeline.
+        // Whether it was held.
         let unlearn = |n: Nlri,
                        adj: &mut [AdjIndex; 2],
                        refreshing: &mut [Option<AdjIndex>; 2],
                        b: Option<&mut Batcher>| {
             let f = n.prefix.family().index();
-            if let Some(set) = adj.get_mut(f) {
-                set.remove(n);
-            }
+            let held = adj.get_mut(f).is_some_and(|set| set.remove(n));
             if let Some(Some(set)) = refreshing.get_mut(f) {
                 set.remove(n);
             }
             if let Some(b) = b {
                 b.withdraw(n);
             }
+            held
         };
-        for n in parsed.withdrawn_all() {
-            unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
+        for (i, n) in parsed.withdrawn_all().enumerate() {
+            let held = unlearn(n, adj, refreshing, pipe.as_mut().map(|(b, _)| &mut **b));
+            if !held && i < explicit {
+                self.input.duplicate_withdraws += 1;
+            }
         }
         if parsed.treat_as_withdraw.is_none() {
             // The NLRI field (next hop in NEXT_HOP), then MP_REACH_NLRI (its own next hop).

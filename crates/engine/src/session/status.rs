@@ -76,6 +76,8 @@ pub struct SessionStatus {
     /// Prefixes (with path ids) in the Adj-RIB-In, per [`Family::index`].
     pub prefixes: [usize; 2],
     pub updates_received: u64,
+    /// What the neighbor's UPDATEs did that a monitoring station counts (BMP).
+    pub input: InputCounts,
     pub established_transitions: u64,
     /// Times the session left Established (Junos "Flaps").
     pub flaps: u64,
@@ -99,6 +101,19 @@ pub struct SessionStatus {
     pub stale: Vec<StaleRoutes>,
 }
 
+/// Counts of a neighbor's UPDATEs that BMP's Statistics Reports carry (RFC 7854 section
+/// 4.8), over every session with it, as `updates_received`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InputCounts {
+    /// Withdrawals of prefixes not in the Adj-RIB-In: never announced, withdrawn already,
+    /// or ignored when announced (stat type 2, "known duplicate withdraws").
+    pub duplicate_withdraws: u64,
+    /// UPDATEs treated as withdraw (RFC 7606 section 2), and the prefixes they announced
+    /// that were withdrawn instead (stat types 11 and 12).
+    pub treat_as_withdraw_updates: u64,
+    pub treat_as_withdraw_prefixes: u64,
+}
+
 /// A family of a restarting neighbor's routes kept stale.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct StaleRoutes {
@@ -117,6 +132,7 @@ impl Default for SessionStatus {
             negotiated: None,
             prefixes: [0; 2],
             updates_received: 0,
+            input: InputCounts::default(),
             established_transitions: 0,
             flaps: 0,
             local: None,

@@ -6,8 +6,8 @@ use super::adj_index::AdjIndex;
 use super::conn::{Conn, Progress, ReadError};
 use super::deliver::{deliver_tapped, tap_ready, Tapped};
 use super::{
-    reject, reject_conn, Clear, ClearError, Control, DownReason, Inbound, Opened, SessionCounters,
-    SessionError, SessionStatus, Stamped, Stop,
+    reject, reject_conn, Clear, ClearError, Control, DownReason, Inbound, InputCounts, Opened,
+    SessionCounters, SessionError, SessionStatus, Stamped, Stop,
 };
 use crate::negotiate::{build_open, Negotiated, PeerSettings};
 use crate::pipeline::{ArrivalFlag, Batcher, Inlet, Joined, Pipeline, Routed};
@@ -170,6 +170,8 @@ pub(super) struct Session {
     notified: Option<Notification>,
     /// UPDATEs handled and not yet counted in the status ([`Session::publish_received`]).
     pub(super) unpublished_updates: u64,
+    /// Published with the UPDATEs ([`Session::publish_received`]).
+    pub(super) input: InputCounts,
     /// Raised while this neighbor has routes still to come: more to read from the socket
     /// (`unread`, as of the last read), or routes not yet handed on
     /// ([`crate::pipeline::Arrivals`]: update groups hold their changes meanwhile).
@@ -199,6 +201,7 @@ impl Session {
             next_open: None,
             send_hold: Duration::from_secs(u64::from(s.send_hold_time)),
             unpublished_updates: 0,
+            input: InputCounts::default(),
             open_sent: None,
             open_received: None,
             notified: None,
