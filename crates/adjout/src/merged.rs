@@ -13,9 +13,10 @@ use std::sync::Arc;
 ///
 /// The changes sit in chunks that never move, found through a table of their positions (4
 /// octets a bucket): about 55 octets a path, and growing copies nothing. A hash map of the
-/// changes themselves (49 octets a bucket, at most seven eighths full) held two full tables
-/// in 19 to 38 MB, and twice that while it grew: most of the memory ribshard needed beyond
-/// BIRD's when two upstreams without graceful restart sent their tables together.
+/// changes themselves (49 octets a bucket, at most seven eighths full) held the changes of
+/// two full tables in 25 MB, and in 38 MB while it doubled: the largest part of what
+/// ribshard needed beyond BIRD's memory when two upstreams without graceful restart sent
+/// their tables together.
 #[derive(Default)]
 pub struct Merged {
     /// Changes by position; `None` where a path left in a part. Each chunk holds
