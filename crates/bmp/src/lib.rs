@@ -16,6 +16,7 @@ pub mod message;
 pub mod monitor;
 pub mod routes;
 pub mod station;
+mod stats;
 
 pub use monitor::{BmpConfig, Monitor, StationState, StationStatus};
 pub use station::{Ribs, StationConfig, StationError};

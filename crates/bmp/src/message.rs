@@ -105,6 +105,14 @@ pub mod stat {
     /// counters).
     pub const TREAT_AS_WITHDRAW_UPDATES: u16 = 11;
     pub const TREAT_AS_WITHDRAW_PREFIXES: u16 = 12;
+    /// Routes in the post-policy Adj-RIB-Out, and per AFI/SAFI (64-bit gauges, RFC 8671
+    /// section 5).
+    pub const POST_POLICY_ADJ_RIB_OUT: u16 = 15;
+    pub const POST_POLICY_ADJ_RIB_OUT_AFI: u16 = 17;
+    /// Routes in the post-policy Adj-RIB-In, and per AFI/SAFI (64-bit gauges; IANA's BMP
+    /// Statistics Types).
+    pub const POST_POLICY_ADJ_RIB_IN: u16 = 20;
+    pub const POST_POLICY_ADJ_RIB_IN_AFI: u16 = 21;
 }
 
 /// Who a message is about (RFC 7854 section 4.2).

@@ -13,16 +13,16 @@
 //!   either table is kept here;
 //! - **the stations' connections** and the **dumps' walks**.
 //!
-//! Statistics Reports go on a timer. Nothing here waits for a station.
+//! Statistics Reports go on a timer (`stats`). Nothing here waits for a station.
 
 use crate::adj_rib_out::{Early, SentFeed};
 use crate::dump::{walk, Dump, DumpPart};
-use crate::message::{self, info, initiation, peer_down, peer_up, statistics, PeerHeader, Stat};
+use crate::message::{self, info, initiation, peer_down, peer_up, PeerHeader};
 use crate::routes::{end_of_rib, params, Packer};
 use crate::station::{self, Link, Outbox, StationConfig, StationError};
 use bytes::Bytes;
 use ribshard_adjout::MemberId;
-use ribshard_engine::pipeline::{Passed, Pipeline, SentTap, Subscriber, Tap};
+use ribshard_engine::pipeline::{Passed, Pipeline, SentTap, ShardStats, Subscriber, Tap};
 use ribshard_engine::{DownReason, Inbound, Negotiated, Opened, SessionStatus};
 use ribshard_rib::{AdjRibInChange, Change, RouteAttrs, Shard};
 use ribshard_wire::{Capability, Family, Open, Prefix};
@@ -306,7 +306,7 @@ pub(crate) struct Station {
     pub(crate) link: LinkState,
     /// Counts connections: a walk's parts for an older one are dropped.
     pub(crate) generation: u64,
-    next_stats: Option<Instant>,
+    pub(crate) next_stats: Option<Instant>,
 }
 
 pub(crate) enum LinkState {
@@ -342,12 +342,16 @@ pub(crate) struct State {
     config: BmpConfig,
     pub(crate) peers: BTreeMap<usize, Peer>,
     /// Prefixes in the Loc-RIB per family, from the changes (for statistics).
-    loc_rib_counts: [i64; 2],
+    pub(crate) loc_rib_counts: [i64; 2],
     pub(crate) loc_header: PeerHeader,
     loc_up: Bytes,
     pub(crate) stations: Vec<Station>,
-    pipeline: Option<Arc<Pipeline>>,
+    pub(crate) pipeline: Option<Arc<Pipeline>>,
     dumps: mpsc::Sender<(usize, u64, DumpPart)>,
+    /// The shards' counts asked for the statistics ([`State::statistics_due`]), and whether
+    /// an answer is awaited.
+    pub(crate) counts: mpsc::Sender<Vec<ShardStats>>,
+    pub(crate) counting: bool,
     shown: Arc<Mutex<Vec<StationStatus>>>,
     pub(crate) early: Early,
     /// Loc-RIB and post-policy changes not yet packed.
@@ -417,6 +421,7 @@ async fn run(
 ) {
     let (links_tx, mut links) = mpsc::channel(16);
     let (dumps, mut dump_rx) = mpsc::channel(4);
+    let (counts, mut counts_rx) = mpsc::channel(1);
     let mut tasks = Vec::new();
     let mut stations = Vec::new();
     for (id, s) in config.stations.iter().enumerate() {
@@ -447,6 +452,8 @@ async fn run(
         stations,
         pipeline: None,
         dumps,
+        counts,
+        counting: false,
         shown,
         early: Early::default(),
         loc_rib_pending: Pending::default(),
@@ -482,7 +489,8 @@ async fn run(
                 }
                 Some(m) => st.input(m),
             },
-            _ = tick.tick() => st.statistics(),
+            Some(shards) = counts_rx.recv() => st.statistics(&shards),
+            _ = tick.tick() => st.statistics_due(),
         }
     }
     for t in tasks {
@@ -779,75 +787,6 @@ impl State {
                 if let Some(v) = shown.get_mut(id) {
                     v.last_error = Some(e);
                 }
-            }
-        }
-        self.show();
-    }
-
-    /// Statistics Reports for the stations whose interval came.
-    fn statistics(&mut self) {
-        let now = Instant::now();
-        for s in &mut self.stations {
-            let (Some(at), Some(every)) = (s.next_stats, s.config.statistics_interval) else {
-                continue;
-            };
-            if now < at || !matches!(s.link, LinkState::Up) {
-                continue;
-            }
-            s.next_stats = Some(now + every);
-            let mut msgs = Vec::new();
-            if s.config.ribs.pre_policy {
-                for p in self.peers.values() {
-                    let (counts, input) = {
-                        let st = p.status.borrow();
-                        (st.prefixes, st.input)
-                    };
-                    // 32-bit counters wrap (RFC 7854 section 4.8).
-                    let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
-                    let mut stats = vec![
-                        Stat::Gauge(
-                            message::stat::ADJ_RIB_IN,
-                            counts.iter().map(|&c| c as u64).sum(),
-                        ),
-                        counter(
-                            message::stat::DUPLICATE_WITHDRAWS,
-                            input.duplicate_withdraws,
-                        ),
-                        counter(
-                            message::stat::TREAT_AS_WITHDRAW_UPDATES,
-                            input.treat_as_withdraw_updates,
-                        ),
-                        counter(
-                            message::stat::TREAT_AS_WITHDRAW_PREFIXES,
-                            input.treat_as_withdraw_prefixes,
-                        ),
-                    ];
-                    for f in &p.families {
-                        stats.push(Stat::FamilyGauge(
-                            message::stat::ADJ_RIB_IN_AFI,
-                            f.afi(),
-                            f.safi(),
-                            counts[f.index()] as u64,
-                        ));
-                    }
-                    msgs.push(statistics(&p.header.now(), &stats));
-                }
-            }
-            if s.config.ribs.loc_rib {
-                let c = self.loc_rib_counts.map(|c| c.max(0) as u64);
-                let mut stats = vec![Stat::Gauge(message::stat::LOC_RIB, c[0] + c[1])];
-                for f in [Family::Ipv4Unicast, Family::Ipv6Unicast] {
-                    stats.push(Stat::FamilyGauge(
-                        message::stat::LOC_RIB_AFI,
-                        f.afi(),
-                        f.safi(),
-                        c[f.index()],
-                    ));
-                }
-                msgs.push(statistics(&self.loc_header.now(), &stats));
-            }
-            if !s.outbox.push(msgs, s.config.buffer) {
-                s.link = LinkState::Down;
             }
         }
         self.show();

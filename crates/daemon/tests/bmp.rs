@@ -344,6 +344,27 @@ retry-max = 2
             && m["counter_value"] == routes_b.len())),
         "no Adj-RIB-In statistics"
     );
+    // Its post-policy Adj-RIB-In, as the shards count it (type 20, and per AFI/SAFI 21):
+    // all but the route import policy rejected. pmbmpd (pmacct 1.7) predates these types
+    // and shows their values as octets.
+    let octets = |b: &[u8]| {
+        b.iter()
+            .map(|x| format!("{x:02X}"))
+            .collect::<Vec<_>>()
+            .join("-")
+    };
+    let accepted = (routes_b.len() as u64 - 1).to_be_bytes();
+    let per_family = [&[0, 1, 1][..], &accepted[..]].concat();
+    for (ty, value) in [(20, octets(&accepted)), (21, octets(&per_family))] {
+        assert!(
+            wait(10, || collector.messages().iter().any(|m| kind(m)
+                == "stats"
+                && m["peer_ip"] == "127.0.0.52"
+                && m["counter_type"] == ty
+                && m["counter_value"] == value.as_str())),
+            "no post-policy Adj-RIB-In statistics of type {ty} ({value})"
+        );
+    }
     // And the counters of what its UPDATEs did (duplicate withdraws, treat-as-withdraw
     // UPDATEs and prefixes): none from BIRD, as pmbmpd decodes them.
     for ty in [2, 11, 12] {
@@ -627,7 +648,7 @@ name = "pmacct"
 address = "127.0.0.1"
 port = {station}
 route-monitoring = ["adj-rib-out"]
-statistics-timeout = 0
+statistics-timeout = 1
 retry = 1
 retry-max = 2
 "#
@@ -682,6 +703,25 @@ protocol bgp ribsh {{
         log_of(&dir)
     );
     assert!(sent(&collector, "127.0.0.51").is_empty());
+    // Statistics: the post-policy Adj-RIB-Out of C, as the shards count it (RFC 8671
+    // section 5, type 15), and per AFI/SAFI (type 17); none for A, which is sent nothing.
+    let stat = |peer: &str, ty: u64| {
+        collector
+            .messages()
+            .iter()
+            .filter(|m| kind(m) == "stats" && m["peer_ip"] == peer && m["counter_type"] == ty)
+            .filter_map(|m| m["counter_value"].as_u64())
+            .next_back()
+    };
+    assert!(
+        wait(10, || stat("127.0.0.53", 15) == Some(want.len() as u64)
+            && stat("127.0.0.53", 17) == Some(want.len() as u64)
+            && stat("127.0.0.51", 15) == Some(0)),
+        "types 15 and 17: C {:?} {:?}, A {:?}",
+        stat("127.0.0.53", 15),
+        stat("127.0.0.53", 17),
+        stat("127.0.0.51", 15)
+    );
     let msgs = collector.messages();
     assert!(
         msgs.iter()

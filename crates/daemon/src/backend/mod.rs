@@ -70,11 +70,7 @@ impl Pipeline {
             .map(|f| {
                 let i = f.index();
                 let c = |pick: fn(&ribshard_rib::PeerCounts) -> u32| -> u64 {
-                    self.shards
-                        .iter()
-                        .filter_map(|x| x.peers.get(peer).and_then(|c| c.get(i)))
-                        .map(|c| u64::from(pick(c)))
-                        .sum()
+                    ShardStats::peer_total(&self.shards, peer, pick)[i]
                 };
                 FamilyPrefixes {
                     table: routes::table_name(*f).into(),
@@ -83,12 +79,7 @@ impl Pipeline {
                     active: c(|c| c.active),
                     // Nothing is advertised to a session that is not up.
                     advertised: st.group.as_ref().map_or(Some(0), |g| {
-                        let mut sum = 0;
-                        for x in &self.shards {
-                            let counts = x.groups.iter().find(|c| c.group == g.group)?;
-                            sum += counts.to_member(peer as u32)?.get(i)?;
-                        }
-                        Some(sum)
+                        ShardStats::advertised_to(&self.shards, g.group, peer as u32).map(|a| a[i])
                     }),
                 }
             })

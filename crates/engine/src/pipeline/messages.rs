@@ -371,6 +371,45 @@ pub struct ShardStats {
     pub longest: Duration,
 }
 
+impl ShardStats {
+    /// A peer's paths over every shard, per [`Family::index`], as `pick` counts them (what
+    /// `show bgp neighbor` and BMP's Statistics Reports give).
+    pub fn peer_total(
+        shards: &[ShardStats],
+        peer: usize,
+        pick: fn(&PeerCounts) -> u32,
+    ) -> [u64; 2] {
+        let mut total = [0; 2];
+        for c in shards.iter().filter_map(|s| s.peers.get(peer)) {
+            for (t, c) in total.iter_mut().zip(c) {
+                *t += u64::from(pick(c));
+            }
+        }
+        total
+    }
+
+    /// Prefixes advertised to `peer` as a member of `group` over every shard, per family;
+    /// `None` while a shard is still counting.
+    pub fn advertised_to(
+        shards: &[ShardStats],
+        group: GroupId,
+        peer: PeerIndex,
+    ) -> Option<[u64; 2]> {
+        let mut total = [0; 2];
+        for s in shards {
+            let counts = s
+                .groups
+                .iter()
+                .find(|c| c.group == group)?
+                .to_member(peer)?;
+            for (t, c) in total.iter_mut().zip(counts) {
+                *t += c;
+            }
+        }
+        Some(total)
+    }
+}
+
 /// What an update group advertises from one shard: prefixes per family, and how many of
 /// them came from each peer (a member is never sent its own paths back).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
