@@ -284,8 +284,8 @@ impl Session {
         let refreshing = &mut self.refreshing;
         let mut pipe = self.batcher.as_mut().zip(self.interner.as_mut());
         // A withdrawal (or an announcement that is a route leak): out of the Adj-RIB-In
-        // index, no longer awaited by a refresh, and withdrawn in the pipeline.
-        // Whether it was held.
+        // index, no longer awaited by a refresh, and withdrawn in the pipeline; true if the
+        // index held it.
         let unlearn = |n: Nlri,
                        adj: &mut [AdjIndex; 2],
                        refreshing: &mut [Option<AdjIndex>; 2],
