@@ -7,11 +7,13 @@
 //! monitor never waits for a shard, since a shard may be waiting for the monitor.
 
 use crate::message::{self, statistics, Stat};
-use crate::monitor::State;
-use crate::monitor::{LinkState, Station};
+use crate::monitor::{LinkState, State, Station};
 use ribshard_engine::pipeline::ShardStats;
 use ribshard_wire::Family;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// How long the shards' counts are waited for.
+const SHARDS_ANSWER: Duration = Duration::from_secs(10);
 
 impl State {
     /// On the monitor's tick: reports for the stations whose interval came, now, or once
@@ -32,8 +34,11 @@ impl State {
             Some(pipeline) => {
                 self.counting = true;
                 let counts = self.counts.clone();
+                // A shard that does not answer in time (it never should) leaves the shards'
+                // counts out of this round, not the statistics stopped.
                 tokio::spawn(async move {
-                    let _ = counts.send(pipeline.shard_stats().await).await;
+                    let asked = tokio::time::timeout(SHARDS_ANSWER, pipeline.shard_stats());
+                    let _ = counts.send(asked.await.unwrap_or_default()).await;
                 });
             }
             None => self.statistics(&[]),
@@ -89,7 +94,9 @@ impl State {
                 }
                 // What is advertised to it, while it is a member of a group and every
                 // shard has counted it.
-                let sent = group.and_then(|g| ShardStats::advertised_to(shards, g, index as u32));
+                let sent = group
+                    .filter(|_| !shards.is_empty())
+                    .and_then(|g| ShardStats::advertised_to(shards, g, index as u32));
                 if let Some(sent) = sent.filter(|_| ribs.adj_rib_out) {
                     let out = (
                         message::stat::POST_POLICY_ADJ_RIB_OUT,
