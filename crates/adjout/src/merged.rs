@@ -54,6 +54,11 @@ fn at(chunks: &[Vec<Option<Change>>], pos: u32) -> Option<&Change> {
     chunks.get(pos / CHUNK)?.get(pos % CHUNK)?.as_ref()
 }
 
+fn at_mut(chunks: &mut [Vec<Option<Change>>], pos: u32) -> Option<&mut Change> {
+    let pos = pos as usize;
+    chunks.get_mut(pos / CHUNK)?.get_mut(pos % CHUNK)?.as_mut()
+}
+
 impl Merged {
     /// Adds changes; returns how many paths are new here.
     pub fn extend(&mut self, entries: impl IntoIterator<Item = Entry>) -> usize {
@@ -66,11 +71,7 @@ impl Merged {
                 .index
                 .find(hash, |&p| at(chunks, p).is_some_and(|c| c.key == key))
                 .copied();
-            let held = found.and_then(|p| {
-                let p = p as usize;
-                chunks.get_mut(p / CHUNK)?.get_mut(p % CHUNK)?.as_mut()
-            });
-            if let Some(c) = held {
+            if let Some(c) = found.and_then(|p| at_mut(chunks, p)) {
                 c.exported = e.exported;
                 c.source = e.source;
                 continue;
@@ -99,7 +100,7 @@ impl Merged {
         if self.chunks.last().is_none_or(|k| k.len() == CHUNK) {
             self.chunks.push(Vec::with_capacity(CHUNK));
         }
-        let pos = (self.chunks.len() - 1) * CHUNK + self.chunks.last().map_or(0, Vec::len);
+        let pos = self.positions();
         if let Some(k) = self.chunks.last_mut() {
             k.push(Some(c));
         }
@@ -108,6 +109,11 @@ impl Merged {
             at(chunks, p).map_or(0, |c| hasher.hash_one(c.key))
         });
         self.held += 1;
+    }
+
+    /// Positions used: every chunk but the last is full.
+    fn positions(&self) -> usize {
+        self.chunks.len().saturating_sub(1) * CHUNK + self.chunks.last().map_or(0, Vec::len)
     }
 
     /// Every change held, with its place; what is held is then empty.
@@ -121,17 +127,19 @@ impl Merged {
     /// Places from 0 again, in the same order (after four billion paths held at once or
     /// one after another without the group ever emptying).
     fn renumber(&mut self) {
-        let mut places: Vec<u32> = self.changes().map(|c| c.place).collect();
+        let mut places: Vec<u32> = self
+            .chunks
+            .iter()
+            .flatten()
+            .flatten()
+            .map(|c| c.place)
+            .collect();
         places.sort_unstable();
         for c in self.chunks.iter_mut().flatten().flatten() {
             c.place = places.binary_search(&c.place).unwrap_or(0) as u32;
         }
         self.next = places.len() as u32;
         (self.planned, self.taken) = (0, 0);
-    }
-
-    fn changes(&self) -> impl Iterator<Item = &Change> {
-        self.chunks.iter().flatten().flatten()
     }
 
     /// About `n` changes taken out (all if fewer are held): whole attribute sets (the
@@ -168,8 +176,7 @@ impl Merged {
         // Positions left behind are reused only by a new start: once they outnumber the
         // changes held, what is held moves up, so a group that never empties does not
         // keep every path it ever held.
-        let positions = self.chunks.iter().map(Vec::len).sum::<usize>();
-        if positions - self.held > self.held.max(CHUNK) {
+        if self.positions() - self.held > self.held.max(CHUNK) {
             let kept: Vec<Change> = self.drain().collect();
             for c in kept {
                 let hash = self.hasher.hash_one(c.key);

@@ -95,9 +95,9 @@ impl State {
                 // What is advertised to it, while it is a member of a group and every
                 // shard has counted it.
                 let sent = group
-                    .filter(|_| !shards.is_empty())
+                    .filter(|_| ribs.adj_rib_out && !shards.is_empty())
                     .and_then(|g| ShardStats::advertised_to(shards, g, index as u32));
-                if let Some(sent) = sent.filter(|_| ribs.adj_rib_out) {
+                if let Some(sent) = sent {
                     let out = (
                         message::stat::POST_POLICY_ADJ_RIB_OUT,
                         message::stat::POST_POLICY_ADJ_RIB_OUT_AFI,
