@@ -93,6 +93,11 @@ pub mod stat {
     pub const REJECTED: u16 = 0;
     /// Known duplicate withdraws (32-bit counter).
     pub const DUPLICATE_WITHDRAWS: u16 = 2;
+    /// UPDATEs invalidated by a CLUSTER_LIST loop, an AS_PATH loop, an ORIGINATOR_ID loop
+    /// (32-bit counters).
+    pub const CLUSTER_LIST_LOOPS: u16 = 3;
+    pub const AS_PATH_LOOPS: u16 = 4;
+    pub const ORIGINATOR_ID_LOOPS: u16 = 5;
     /// Routes in the Adj-RIBs-In (64-bit gauge).
     pub const ADJ_RIB_IN: u16 = 7;
     /// Routes in the Loc-RIB (64-bit gauge).

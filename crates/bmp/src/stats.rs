@@ -2,7 +2,8 @@
 //! interval: per neighbor, what the station monitors of it, and the Loc-RIB's.
 //!
 //! The sessions' counts (the Adj-RIB-In, what the neighbor's UPDATEs did) are read from
-//! their status. The shards' (the post-policy Adj-RIB-In, each member's Adj-RIB-Out) are asked
+//! their status. The shards' (what import policy rejected, the post-policy Adj-RIB-In, each
+//! member's Adj-RIB-Out) are asked
 //! of the pipeline by a task of its own, and the reports go when the answer comes: the
 //! monitor never waits for a shard, since a shard may be waiting for the monitor.
 
@@ -27,9 +28,12 @@ impl State {
         if due.is_empty() {
             return;
         }
-        let from_shards = due
-            .iter()
-            .any(|s| s.config.ribs.post_policy || s.config.ribs.adj_rib_out);
+        // Every per-neighbor report has a count of the shards' (import policy's rejections
+        // at least).
+        let from_shards = due.iter().any(|s| {
+            let r = s.config.ribs;
+            r.pre_policy || r.post_policy || r.adj_rib_out
+        });
         match self.pipeline.clone().filter(|_| from_shards) {
             Some(pipeline) => {
                 self.counting = true;
@@ -63,13 +67,23 @@ impl State {
                     (st.prefixes, st.input, st.group.as_ref().map(|g| g.group))
                 };
                 let mut stats = Vec::new();
+                // 32-bit counters wrap (RFC 7854 section 4.8).
+                let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
+                if (ribs.pre_policy || ribs.post_policy) && !shards.is_empty() {
+                    let [v4, v6] = ShardStats::peer_total(shards, index, |c| c.import_rejections);
+                    stats.push(counter(message::stat::REJECTED, v4.wrapping_add(v6)));
+                }
                 if ribs.pre_policy {
                     let counts = counts.map(|c| c as u64);
                     let adj_rib_in = (message::stat::ADJ_RIB_IN, message::stat::ADJ_RIB_IN_AFI);
                     gauges(&mut stats, adj_rib_in, &p.families, counts);
-                    // 32-bit counters wrap (RFC 7854 section 4.8).
-                    let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
                     stats.extend([
+                        counter(message::stat::CLUSTER_LIST_LOOPS, input.cluster_list_loops),
+                        counter(message::stat::AS_PATH_LOOPS, input.as_path_loops),
+                        counter(
+                            message::stat::ORIGINATOR_ID_LOOPS,
+                            input.originator_id_loops,
+                        ),
                         counter(
                             message::stat::DUPLICATE_WITHDRAWS,
                             input.duplicate_withdraws,

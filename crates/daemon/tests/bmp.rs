@@ -365,16 +365,17 @@ retry-max = 2
             "no post-policy Adj-RIB-In statistics of type {ty} ({value})"
         );
     }
-    // And the counters of what its UPDATEs did (duplicate withdraws, treat-as-withdraw
-    // UPDATEs and prefixes): none from BIRD, as pmbmpd decodes them.
-    for ty in [2, 11, 12] {
+    // And the counters of what its UPDATEs did, as pmbmpd decodes them: the one route
+    // import policy rejected (type 0, counted by the shards); no looping paths (3 to 5),
+    // duplicate withdraws (2) or treat-as-withdraw UPDATEs and prefixes (11, 12) from BIRD.
+    for (ty, want) in [(0, 1), (2, 0), (3, 0), (4, 0), (5, 0), (11, 0), (12, 0)] {
         assert!(
             wait(10, || collector.messages().iter().any(|m| kind(m)
                 == "stats"
                 && m["peer_ip"] == "127.0.0.52"
                 && m["counter_type"] == ty
-                && m["counter_value"] == 0)),
-            "no statistics of type {ty}: {:?}",
+                && m["counter_value"] == want)),
+            "no statistics of type {ty} ({want}): {:?}",
             collector
                 .messages()
                 .iter()

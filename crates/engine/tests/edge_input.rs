@@ -178,6 +178,11 @@ async fn routes_a_peer_may_not_send_are_ignored_and_well_known_communities_honou
             12,
             with(|v| set(v, AttrValue::AsPath(AsPath::sequence([0])))),
         ),
+        // RFC 4271 section 9.1.2: our own AS in the path, kept but never chosen.
+        (
+            13,
+            with(|v| set(v, AttrValue::AsPath(AsPath::sequence([UP.1, LOCAL_AS])))),
+        ),
     ];
     // Withdrawn before it was ever announced: a duplicate withdraw to BMP (RFC 7854
     // section 4.8, type 2); and 11 after all of it, withdrawn once and then again.
@@ -214,15 +219,18 @@ async fn routes_a_peer_may_not_send_are_ignored_and_well_known_communities_honou
     let st = sessions.peers[0].status();
     assert_eq!(st.state, State::Established);
     assert!(st.last_sent.is_none(), "{:?}", st.last_sent);
-    assert_eq!(st.prefixes[0], 5, "7 to 11 are in its Adj-RIB-In");
+    assert_eq!(st.prefixes[0], 6, "7 to 11 and 13 are in its Adj-RIB-In");
     // Counted for BMP's statistics: three UPDATEs treated as withdraw (1, 2 and the second
-    // of 12), one prefix each; withdrawals of what was not held: 200, and 11 the second time.
+    // of 12), one prefix each; withdrawals of what was not held: 200, and 11 the second time;
+    // one UPDATE whose path loops (13).
     up.send(&withdraw(11)).await;
     up.send(&withdraw(11)).await;
     let want = ribshard_engine::InputCounts {
         duplicate_withdraws: 2,
         treat_as_withdraw_updates: 3,
         treat_as_withdraw_prefixes: 3,
+        as_path_loops: 1,
+        ..Default::default()
     };
     let counted = sessions.peers[0]
         .wait_for(Duration::from_secs(10), |st| st.input == want)

@@ -39,6 +39,40 @@ pub struct LoopChecks {
     pub prepended: bool,
 }
 
+/// Why a path loops back to us; each is counted apart for BMP (RFC 7854 section 4.8, stat
+/// types 3 to 5).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Loops {
+    /// Our AS in the AS_PATH, as often as `loops` allows or more (RFC 4271 section 9.1.2).
+    pub as_path: bool,
+    /// Our BGP Identifier as ORIGINATOR_ID (RFC 4456 section 8).
+    pub originator_id: bool,
+    /// One of our cluster ids in the CLUSTER_LIST (RFC 4456 section 8).
+    pub cluster_list: bool,
+}
+
+impl Loops {
+    pub const NONE: Loops = Loops {
+        as_path: false,
+        originator_id: false,
+        cluster_list: false,
+    };
+
+    /// Whether the path loops at all.
+    pub fn any(self) -> bool {
+        self.as_path || self.originator_id || self.cluster_list
+    }
+
+    /// Every reason of either.
+    pub fn or(self, other: Loops) -> Loops {
+        Loops {
+            as_path: self.as_path || other.as_path,
+            originator_id: self.originator_id || other.originator_id,
+            cluster_list: self.cluster_list || other.cluster_list,
+        }
+    }
+}
+
 /// What a session changes in an attribute set as it takes it in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Ingress {
@@ -68,9 +102,8 @@ pub struct RouteAttrs {
     pub neighbor_as: Option<u32>,
     pub originator_id: Option<u32>,
     pub cluster_list_len: u32,
-    /// False when the path loops (our AS, our ORIGINATOR_ID or cluster id): it stays in the
-    /// Adj-RIB-In but is never eligible.
-    pub loop_free: bool,
+    /// Why the path loops, if it does: it then stays in the Adj-RIB-In but is never eligible.
+    pub loops: Loops,
     /// Carries LLGR_STALE (RFC 9494 section 4.5): the least preferred of paths, and never
     /// sent to a neighbor without long-lived graceful restart.
     pub llgr_stale: bool,
@@ -106,6 +139,11 @@ pub const NORMALIZED: SessionParams = SessionParams {
 };
 
 impl RouteAttrs {
+    /// Whether the path does not loop back to us ([`Loops`]).
+    pub fn loop_free(&self) -> bool {
+        !self.loops.any()
+    }
+
     /// The next hop as received: 4 octets (IPv4), 16 or 32 (IPv6 global and link-local).
     pub fn next_hop(&self) -> &[u8] {
         let n = usize::from(self.key.first().copied().unwrap_or(0));
@@ -142,7 +180,7 @@ impl RouteAttrs {
             neighbor_as: None,
             originator_id: None,
             cluster_list_len: 0,
-            loop_free: true,
+            loops: Loops::NONE,
             llgr_stale: false,
             no_llgr: false,
             received: None,
@@ -185,9 +223,11 @@ impl RouteAttrs {
             .filter_map(|c| c.try_into().ok().map(u32::from_be_bytes))
             .collect();
         a.cluster_list_len = clusters.len() as u32;
-        a.loop_free = own < usize::from(checks.loops.max(1))
-            && a.originator_id != Some(checks.router_id)
-            && !clusters.iter().any(|c| checks.cluster_ids.contains(c));
+        a.loops = Loops {
+            as_path: own >= usize::from(checks.loops.max(1)),
+            originator_id: a.originator_id == Some(checks.router_id),
+            cluster_list: clusters.iter().any(|c| checks.cluster_ids.contains(c)),
+        };
         a
     }
 
@@ -195,7 +235,7 @@ impl RouteAttrs {
     /// on what was received (a policy prepending our AS does not make a path loop).
     pub fn derived(key: Box<[u8]>, received: &Arc<RouteAttrs>) -> RouteAttrs {
         let mut a = RouteAttrs::from_key(key, &LoopChecks::default());
-        a.loop_free = received.loop_free;
+        a.loops = received.loops;
         a.received = Some(received.clone());
         a
     }
@@ -226,7 +266,7 @@ impl RouteAttrs {
             neighbor_as: received.neighbor_as,
             originator_id: received.originator_id,
             cluster_list_len: received.cluster_list_len,
-            loop_free: received.loop_free,
+            loops: received.loops,
             llgr_stale: llgr.0,
             no_llgr: llgr.1,
             received: Some(received.clone()),
@@ -259,7 +299,7 @@ impl RouteAttrs {
             neighbor_as: self.neighbor_as,
             originator_id: self.originator_id,
             cluster_list_len: self.cluster_list_len,
-            loop_free: self.loop_free,
+            loops: self.loops,
             llgr_stale: true,
             no_llgr: self.no_llgr,
             received: Some(self.as_received().clone()),

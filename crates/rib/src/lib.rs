@@ -17,7 +17,7 @@ pub mod next_hop;
 mod prefix_map;
 pub mod shard;
 
-pub use attrs::{Ingress, Interner, LoopChecks, RouteAttrs};
+pub use attrs::{Ingress, Interner, LoopChecks, Loops, RouteAttrs};
 pub use decision::{
     best_path, compare, deciding_step, multipath_equal, Candidate, Multipath, Options, Step,
 };

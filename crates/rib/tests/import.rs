@@ -214,12 +214,12 @@ then = { local-preference = 120, metric = { add = 5 }, origin = "egp", community
             (
                 edited.neighbor_as,
                 edited.cluster_list_len,
-                edited.loop_free
+                edited.loop_free()
             ),
             (
                 decoded.neighbor_as,
                 decoded.cluster_list_len,
-                decoded.loop_free
+                decoded.loop_free()
             )
         );
         assert_eq!(

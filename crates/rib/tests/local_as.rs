@@ -110,18 +110,18 @@ fn received_with_local_as_in_front_and_both_ases_looped() {
     assert_eq!(path_of(&a), [LOCAL, 65099, 65001]);
     assert_eq!(a.as_path_len, 3, "the decision process counts it");
     assert_eq!(a.neighbor_as, Some(LOCAL));
-    assert!(a.loop_free, "the AS put in front is not a loop");
+    assert!(a.loop_free(), "the AS put in front is not a loop");
     // The other attributes are kept as they were.
     assert_eq!(
         a.attributes().get(ribshard_wire::attr::COMMUNITIES),
         Some(&AttrValue::Communities(vec![65099 << 16 | 7]))
     );
     // Either of our ASes further along is a loop.
-    assert!(!received(&[65099, LOCAL], prepend).loop_free);
-    assert!(!received(&[65099, GLOBAL], prepend).loop_free);
+    assert!(!received(&[65099, LOCAL], prepend).loop_free());
+    assert!(!received(&[65099, GLOBAL], prepend).loop_free());
     // private: nothing put in front; still both ASes are ours.
     let private = received(&[65099, 65001], Ingress::default());
     assert_eq!(path_of(&private), [65099, 65001]);
-    assert!(private.loop_free);
-    assert!(!received(&[65099, GLOBAL], Ingress::default()).loop_free);
+    assert!(private.loop_free());
+    assert!(!received(&[65099, GLOBAL], Ingress::default()).loop_free());
 }

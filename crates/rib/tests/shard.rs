@@ -443,6 +443,16 @@ fn move_into_keeps_reported_state_and_pending_work() {
         s.announce(0, &a, [Nlri::new(p(i))]);
         s.announce(1, &b, [Nlri::new(p(i))]);
     }
+    // Peer 2's five paths are rejected by import policy, counted as they come.
+    s.set_peer(2, peer(2, true));
+    s.set_import(
+        2,
+        std::sync::Arc::new(ribshard_rib::Import {
+            chain: std::sync::Arc::new(ribshard_policy::Chain::reject_all()),
+            ..ribshard_rib::Import::accept_all(ribshard_rib::source_of(&peer(2, true)))
+        }),
+    );
+    s.announce(2, &a, (0..5).map(|i| Nlri::new(p(i))));
     assert_eq!(s.drain_changes().len(), 100);
     // Ten prefixes lose their best path and are not decided yet when the shard moves.
     for i in 0..10 {
@@ -451,7 +461,10 @@ fn move_into_keeps_reported_state_and_pending_work() {
     let mut into: Vec<Shard> = (0..3).map(|_| Shard::new(Options::default())).collect();
     s.move_into(&mut into);
     assert_eq!(into.iter().map(Shard::prefixes).sum::<usize>(), 100);
-    assert_eq!(into.iter().map(Shard::paths).sum::<usize>(), 190);
+    assert_eq!(into.iter().map(Shard::paths).sum::<usize>(), 195);
+    // The rejections counted before the move are still counted, once, over the shards.
+    let rejections = |s: &Shard| s.peer_counts().get(2).map_or(0, |c| c[0].import_rejections);
+    assert_eq!(into.iter().map(rejections).sum::<u32>(), 5);
     let mut changes = Vec::new();
     for (k, t) in into.iter_mut().enumerate() {
         for i in 0..100 {

@@ -2,7 +2,8 @@
 //! sorted selections a chunk at a time, longest match, and the counting walk.
 
 use ribshard_rib::{
-    LoopChecks, Options, PathFilter, PathState, PeerInfo, Position, RouteAttrs, Shard, Step, Within,
+    LoopChecks, Loops, Options, PathFilter, PathState, PeerInfo, Position, RouteAttrs, Shard, Step,
+    Within,
 };
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{Family, Nlri, Origin, Prefix};
@@ -71,7 +72,8 @@ fn a_route_names_why_each_path_lost() {
     s.announce(0, &attrs(&[65001, 7], Some(5), &plain), [Nlri::new(p)]);
     s.announce(1, &attrs(&[65002, 8, 7], None, &plain), [Nlri::new(p)]);
     s.announce(2, &attrs(&[65001, 7], Some(10), &plain), [Nlri::new(p)]);
-    s.announce(3, &attrs(&[65004, 7], None, &plain), [Nlri::new(p)]);
+    let refused = attrs(&[65004, 7], None, &plain);
+    s.announce(3, &refused, [Nlri::new(p)]);
     // A path holding our AS loops.
     let looping = LoopChecks {
         local_as: 65000,
@@ -171,6 +173,61 @@ fn a_route_names_why_each_path_lost() {
     let c = s.peer_counts()[1][0];
     assert_eq!((c.received, c.accepted, c.active), (2, 1, 0));
     assert_eq!(s.peer_counts()[0][0].active, 1);
+    // Peer 3's one announcement was rejected as it came; sent again unchanged it is not
+    // counted again, and a new version of it is.
+    assert_eq!(s.peer_counts()[3][0].import_rejections, 1);
+    s.announce(3, &refused, [Nlri::new(p)]);
+    assert_eq!(s.peer_counts()[3][0].import_rejections, 1);
+    s.announce(3, &attrs(&[65004, 8], None, &plain), [Nlri::new(p)]);
+    assert_eq!(s.peer_counts()[3][0].import_rejections, 2);
+    assert_eq!(s.peer_counts()[3][0].received, 1);
+}
+
+/// Each reason a path loops is told apart (BMP counts them apart, RFC 7854 section 4.8).
+#[test]
+fn loops_are_told_apart() {
+    let checks = LoopChecks {
+        local_as: 65000,
+        router_id: 0x0a00_0001,
+        cluster_ids: vec![0x0a00_00fe],
+        ..LoopChecks::default()
+    };
+    let with = |path: &[u32], more: Vec<AttrValue>| {
+        let mut v = vec![
+            AttrValue::Origin(Origin::Igp),
+            AttrValue::AsPath(AsPath::sequence(path.iter().copied())),
+            AttrValue::NextHop(Ipv4Addr::new(198, 51, 100, 1)),
+        ];
+        v.extend(more);
+        RouteAttrs::from_attributes(&PathAttributes::canonical(v), &[198, 51, 100, 1], &checks)
+            .loops
+    };
+    let clean = with(&[65001], vec![]);
+    assert!(!clean.any());
+    assert_eq!(clean, Loops::NONE);
+    let as_path = with(&[65001, 65000], vec![]);
+    assert!(as_path.as_path && !as_path.originator_id && !as_path.cluster_list);
+    let originator = with(
+        &[],
+        vec![AttrValue::OriginatorId(Ipv4Addr::new(10, 0, 0, 1))],
+    );
+    assert!(originator.originator_id && !originator.as_path && !originator.cluster_list);
+    let cluster = with(
+        &[],
+        vec![AttrValue::ClusterList(vec![0x0a00_0009, 0x0a00_00fe])],
+    );
+    assert!(cluster.cluster_list && !cluster.as_path && !cluster.originator_id);
+    let both = with(&[65000], vec![AttrValue::ClusterList(vec![0x0a00_00fe])]);
+    assert_eq!(both, as_path.or(cluster));
+    // Someone else's ids are no loop.
+    let other = with(
+        &[],
+        vec![
+            AttrValue::OriginatorId(Ipv4Addr::new(10, 0, 0, 2)),
+            AttrValue::ClusterList(vec![0x0a00_0003]),
+        ],
+    );
+    assert!(!other.any());
 }
 
 #[test]

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use ribshard_fsm::{Event, State};
 use ribshard_rib::attrs::next_hop_of;
 use ribshard_rib::shard::families;
-use ribshard_rib::Ingress;
+use ribshard_rib::{Ingress, Loops};
 use ribshard_wire::message::{MessageType, HEADER_LEN};
 use ribshard_wire::notification::{cease, code, open as open_sub};
 use ribshard_wire::{decode, parse_update, Family, Message, Nlri, NlriView, RouteRefresh};
@@ -306,6 +306,8 @@ impl Session {
                 self.input.duplicate_withdraws += 1;
             }
         }
+        // Why the UPDATE's routes loop, if they do (counted once an UPDATE, as BMP does).
+        let mut looped = Loops::NONE;
         if parsed.treat_as_withdraw.is_none() {
             // The NLRI field (next hop in NEXT_HOP), then MP_REACH_NLRI (its own next hop).
             let mp = parsed.attrs.mp_reach.and_then(|m| m.nlri);
@@ -329,6 +331,9 @@ impl Session {
                         interner.intern_with(&parsed.attrs, &params, nh, ingress)
                     }
                 });
+                if let Some(a) = &attrs {
+                    looped = looped.or(a.loops);
+                }
                 for n in run.iter() {
                     let f = n.prefix.family().index();
                     if leak {
@@ -349,6 +354,7 @@ impl Session {
             }
         }
         drop(parsed);
+        self.input.count_loops(looped);
         // Published when the buffered input is handled (`publish_received`): a watch
         // update per UPDATE cost the session thread 5% of its time on a full table.
         self.unpublished_updates += 1;

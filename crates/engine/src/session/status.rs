@@ -112,6 +112,20 @@ pub struct InputCounts {
     /// that were withdrawn instead (stat types 11 and 12).
     pub treat_as_withdraw_updates: u64,
     pub treat_as_withdraw_prefixes: u64,
+    /// UPDATEs whose routes loop back to us, by why (stat types 4, 5 and 3; an UPDATE
+    /// looping for two reasons counts under both).
+    pub as_path_loops: u64,
+    pub originator_id_loops: u64,
+    pub cluster_list_loops: u64,
+}
+
+impl InputCounts {
+    /// An UPDATE whose routes loop as `loops` says (nothing if they do not).
+    pub fn count_loops(&mut self, loops: ribshard_rib::Loops) {
+        self.as_path_loops += u64::from(loops.as_path);
+        self.originator_id_loops += u64::from(loops.originator_id);
+        self.cluster_list_loops += u64::from(loops.cluster_list);
+    }
 }
 
 /// A family of a restarting neighbor's routes kept stale.

@@ -127,7 +127,7 @@ impl Path {
     }
     /// Whether import policy accepted it and it does not loop.
     pub fn accepted(&self) -> bool {
-        !self.rejected() && self.attrs.loop_free
+        !self.rejected() && self.attrs.loop_free()
     }
     /// When the path arrived, in [`crate::clock`] seconds (17 years of them fit).
     pub fn since(&self) -> u32 {
@@ -210,6 +210,10 @@ pub struct PeerCounts {
     pub accepted: u32,
     /// Best paths (the Loc-RIB entries last reported) learned from the peer.
     pub active: u32,
+    /// A counter, not a count of paths held: announcements import policy rejected as they
+    /// came, over the peer's sessions (wrapping; BMP stat type 0, RFC 7854 section 4.8). A
+    /// policy changed later is not counted here.
+    pub import_rejections: u32,
 }
 
 /// What a shard holds in one family (Junos `show route summary`: destinations, routes,
@@ -559,6 +563,11 @@ impl Shard {
         };
         let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
         new.set_rejected(rejected);
+        if rejected {
+            if let Some(c) = self.tally.peer(peer, family) {
+                c.import_rejections = c.import_rejections.wrapping_add(1);
+            }
+        }
         self.post_policy.put(&prefix, &new);
         Self::replace(
             &mut self.tally,
@@ -737,6 +746,17 @@ impl Shard {
             for (i, imp) in self.imports.iter().enumerate() {
                 if let Some(imp) = imp {
                     to.set_import(i as PeerIndex, imp.clone());
+                }
+            }
+        }
+        // Counters are summed over the shards, so the first new shard carries them on.
+        if let Some(first) = into.first_mut() {
+            for (peer, families) in self.tally.peers.iter().enumerate() {
+                for (f, c) in families.iter().enumerate() {
+                    if let Some(to) = first.tally.peer(peer as PeerIndex, f) {
+                        to.import_rejections =
+                            to.import_rejections.wrapping_add(c.import_rejections);
+                    }
                 }
             }
         }
@@ -983,7 +1003,7 @@ impl Decider<'_> {
 
     /// Why a path is not eligible (`None` if it is).
     fn ineligible(&self, p: &Path) -> Option<Ineligible> {
-        if !p.attrs.loop_free {
+        if !p.attrs.loop_free() {
             Some(Ineligible::Loop)
         } else if p.rejected() {
             Some(Ineligible::Rejected)
