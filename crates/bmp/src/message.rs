@@ -91,6 +91,8 @@ pub mod down {
 pub mod stat {
     /// Prefixes rejected by inbound policy (32-bit counter).
     pub const REJECTED: u16 = 0;
+    /// Known duplicate prefix advertisements (32-bit counter).
+    pub const DUPLICATE_ANNOUNCEMENTS: u16 = 1;
     /// Known duplicate withdraws (32-bit counter).
     pub const DUPLICATE_WITHDRAWS: u16 = 2;
     /// UPDATEs invalidated by a CLUSTER_LIST loop, an AS_PATH loop, an ORIGINATOR_ID loop

@@ -70,8 +70,14 @@ impl State {
                 // 32-bit counters wrap (RFC 7854 section 4.8).
                 let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
                 if (ribs.pre_policy || ribs.post_policy) && !shards.is_empty() {
-                    let [v4, v6] = ShardStats::peer_total(shards, index, |c| c.import_rejections);
-                    stats.push(counter(message::stat::REJECTED, v4.wrapping_add(v6)));
+                    let c = ShardStats::peer_counters(shards, index);
+                    stats.extend([
+                        Stat::Counter(message::stat::REJECTED, c.import_rejections),
+                        Stat::Counter(
+                            message::stat::DUPLICATE_ANNOUNCEMENTS,
+                            c.duplicate_announcements,
+                        ),
+                    ]);
                 }
                 if ribs.pre_policy {
                     let counts = counts.map(|c| c as u64);

@@ -366,9 +366,20 @@ retry-max = 2
         );
     }
     // And the counters of what its UPDATEs did, as pmbmpd decodes them: the one route
-    // import policy rejected (type 0, counted by the shards); no looping paths (3 to 5),
-    // duplicate withdraws (2) or treat-as-withdraw UPDATEs and prefixes (11, 12) from BIRD.
-    for (ty, want) in [(0, 1), (2, 0), (3, 0), (4, 0), (5, 0), (11, 0), (12, 0)] {
+    // import policy rejected (type 0, counted by the shards); no duplicate announcements
+    // (1) or withdraws (2), looping paths (3 to 5) or treat-as-withdraw UPDATEs and
+    // prefixes (11, 12) from BIRD.
+    let counters = [
+        (0, 1),
+        (1, 0),
+        (2, 0),
+        (3, 0),
+        (4, 0),
+        (5, 0),
+        (11, 0),
+        (12, 0),
+    ];
+    for (ty, want) in counters {
         assert!(
             wait(10, || collector.messages().iter().any(|m| kind(m)
                 == "stats"

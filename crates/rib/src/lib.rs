@@ -29,6 +29,6 @@ pub use next_hop::{next_hop_addr, Resolution, Resolver};
 pub use shard::{
     shard_of, AddPathChange, AddPathKeep, AddPathSelect, AdjRibInChange, Change, DumpKey,
     DumpOrder, DumpPlace, DumpSet, FamilyCounts, GroupDiff, Ineligible, Offered, Path, PathFilter,
-    PathState, PathView, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard, Walk, WalkOp,
-    Within,
+    PathState, PathView, PeerCounters, PeerCounts, PeerIndex, PeerInfo, Position, RouteView, Shard,
+    Walk, WalkOp, Within,
 };

@@ -463,7 +463,7 @@ fn move_into_keeps_reported_state_and_pending_work() {
     assert_eq!(into.iter().map(Shard::prefixes).sum::<usize>(), 100);
     assert_eq!(into.iter().map(Shard::paths).sum::<usize>(), 195);
     // The rejections counted before the move are still counted, once, over the shards.
-    let rejections = |s: &Shard| s.peer_counts().get(2).map_or(0, |c| c[0].import_rejections);
+    let rejections = |s: &Shard| s.peer_counters().get(2).map_or(0, |c| c.import_rejections);
     assert_eq!(into.iter().map(rejections).sum::<u32>(), 5);
     let mut changes = Vec::new();
     for (k, t) in into.iter_mut().enumerate() {

@@ -3,7 +3,7 @@
 
 use ribshard_rib::{
     LoopChecks, Loops, Options, PathFilter, PathState, PeerInfo, Position, RouteAttrs, Shard, Step,
-    Within,
+    WalkOp, Within,
 };
 use ribshard_wire::attributes::{AsPath, AttrValue, PathAttributes};
 use ribshard_wire::{Family, Nlri, Origin, Prefix};
@@ -173,13 +173,20 @@ fn a_route_names_why_each_path_lost() {
     let c = s.peer_counts()[1][0];
     assert_eq!((c.received, c.accepted, c.active), (2, 1, 0));
     assert_eq!(s.peer_counts()[0][0].active, 1);
-    // Peer 3's one announcement was rejected as it came; sent again unchanged it is not
-    // counted again, and a new version of it is.
-    assert_eq!(s.peer_counts()[3][0].import_rejections, 1);
+    // Peer 3's one announcement was rejected as it came; sent again unchanged it is a known
+    // duplicate, not rejected again, and a new version of it is rejected.
+    assert_eq!(s.peer_counters()[3].import_rejections, 1);
+    assert_eq!(s.peer_counters()[3].duplicate_announcements, 0);
     s.announce(3, &refused, [Nlri::new(p)]);
-    assert_eq!(s.peer_counts()[3][0].import_rejections, 1);
+    assert_eq!(s.peer_counters()[3].import_rejections, 1);
+    assert_eq!(s.peer_counters()[3].duplicate_announcements, 1);
+    // Kept stale through a graceful restart and sent again: refreshed, no duplicate.
+    let mut w = s.walk(3, WalkOp::MarkStale([true, true]));
+    while !s.walk_step(&mut w, 100) {}
+    s.announce(3, &refused, [Nlri::new(p)]);
+    assert_eq!(s.peer_counters()[3].duplicate_announcements, 1);
     s.announce(3, &attrs(&[65004, 8], None, &plain), [Nlri::new(p)]);
-    assert_eq!(s.peer_counts()[3][0].import_rejections, 2);
+    assert_eq!(s.peer_counters()[3].import_rejections, 2);
     assert_eq!(s.peer_counts()[3][0].received, 1);
 }
 

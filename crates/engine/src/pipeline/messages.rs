@@ -12,8 +12,8 @@
 use super::update_thread::UpdateWorker;
 use ribshard_adjout::{Entry, GroupId, MemberId, Sink};
 use ribshard_rib::{
-    Exported, FamilyCounts, GroupSpec, PathFilter, PeerCounts, PeerIndex, PeerInfo, RouteAttrs,
-    RouteView, Shard, Within,
+    Exported, FamilyCounts, GroupSpec, PathFilter, PeerCounters, PeerCounts, PeerIndex, PeerInfo,
+    RouteAttrs, RouteView, Shard, Within,
 };
 use ribshard_wire::{Family, Nlri, Prefix, SessionParams};
 use std::net::IpAddr;
@@ -360,6 +360,8 @@ pub struct ShardStats {
     pub families: [FamilyCounts; 2],
     /// Per peer index, per [`Family::index`].
     pub peers: Vec<[PeerCounts; 2]>,
+    /// Per peer index: what its announcements met.
+    pub counters: Vec<PeerCounters>,
     /// What each update group advertises from this shard.
     pub groups: Vec<GroupCounts>,
     pub queue_high_water: usize,
@@ -384,6 +386,15 @@ impl ShardStats {
             for (t, c) in total.iter_mut().zip(c) {
                 *t += u64::from(pick(c));
             }
+        }
+        total
+    }
+
+    /// A peer's counters over every shard.
+    pub fn peer_counters(shards: &[ShardStats], peer: usize) -> PeerCounters {
+        let mut total = PeerCounters::default();
+        for c in shards.iter().filter_map(|s| s.counters.get(peer)) {
+            total.add(c);
         }
         total
     }

@@ -210,10 +210,26 @@ pub struct PeerCounts {
     pub accepted: u32,
     /// Best paths (the Loc-RIB entries last reported) learned from the peer.
     pub active: u32,
-    /// A counter, not a count of paths held: announcements import policy rejected as they
-    /// came, over the peer's sessions (wrapping; BMP stat type 0, RFC 7854 section 4.8). A
-    /// policy changed later is not counted here.
+}
+
+/// What one peer's announcements met here, counted as they came over its sessions
+/// (wrapping counters, BMP's RFC 7854 section 4.8).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct PeerCounters {
+    /// Rejected by import policy (stat type 0); a policy changed later is not counted.
     pub import_rejections: u32,
+    /// A path held already, unchanged (type 1); not one refreshing a stale path.
+    pub duplicate_announcements: u32,
+}
+
+impl PeerCounters {
+    /// Adds `other`'s counts (a peer's over several shards).
+    pub fn add(&mut self, other: &PeerCounters) {
+        self.import_rejections = self.import_rejections.wrapping_add(other.import_rejections);
+        self.duplicate_announcements = self
+            .duplicate_announcements
+            .wrapping_add(other.duplicate_announcements);
+    }
 }
 
 /// What a shard holds in one family (Junos `show route summary`: destinations, routes,
@@ -250,6 +266,8 @@ type Books<'a> = (&'a mut Tally, &'a mut NextHops, &'a mut PostPolicyLog);
 struct Tally {
     /// Per peer index, per [`Family::index`].
     peers: Vec<[PeerCounts; 2]>,
+    /// Per peer index.
+    counters: Vec<PeerCounters>,
     paths: [usize; 2],
     active: [usize; 2],
 }
@@ -261,6 +279,13 @@ impl Tally {
             self.peers.resize(i + 1, [PeerCounts::default(); 2]);
         }
         self.peers.get_mut(i)?.get_mut(family)
+    }
+    fn counters(&mut self, peer: PeerIndex) -> Option<&mut PeerCounters> {
+        let i = peer as usize;
+        if self.counters.len() <= i {
+            self.counters.resize(i + 1, PeerCounters::default());
+        }
+        self.counters.get_mut(i)
     }
     #[inline]
     fn add_path(&mut self, p: &Path, family: usize) {
@@ -500,6 +525,11 @@ impl Shard {
         &self.tally.peers
     }
 
+    /// Per peer index: what its announcements met here.
+    pub fn peer_counters(&self) -> &[PeerCounters] {
+        &self.tally.counters
+    }
+
     /// Sets the time new paths are stamped with ([`crate::clock::now`]).
     pub fn set_clock(&mut self, now: u32) {
         self.clock = now;
@@ -540,9 +570,16 @@ impl Shard {
             .paths
             .iter()
             .position(|p| !p.gone() && p.peer == peer && p.path_id == path_id);
-        // Sent again unchanged: it keeps its age (and is fresh again if it was stale).
+        // Sent again unchanged: it keeps its age (and is fresh again if it was stale). Unless
+        // it was stale (sent again after a graceful restart, as RFC 4724 asks), a known
+        // duplicate.
         if let Some(p) = existing.and_then(|i| d.paths.get_mut(i)) {
             if Arc::ptr_eq(p.attrs.as_received(), attrs) {
+                if !p.stale() {
+                    if let Some(c) = self.tally.counters(peer) {
+                        c.duplicate_announcements = c.duplicate_announcements.wrapping_add(1);
+                    }
+                }
                 p.set_stale(false);
                 return;
             }
@@ -564,7 +601,7 @@ impl Shard {
         let mut new = Path::new(peer, path_id, attrs, self.arrival, self.clock);
         new.set_rejected(rejected);
         if rejected {
-            if let Some(c) = self.tally.peer(peer, family) {
+            if let Some(c) = self.tally.counters(peer) {
                 c.import_rejections = c.import_rejections.wrapping_add(1);
             }
         }
@@ -751,12 +788,9 @@ impl Shard {
         }
         // Counters are summed over the shards, so the first new shard carries them on.
         if let Some(first) = into.first_mut() {
-            for (peer, families) in self.tally.peers.iter().enumerate() {
-                for (f, c) in families.iter().enumerate() {
-                    if let Some(to) = first.tally.peer(peer as PeerIndex, f) {
-                        to.import_rejections =
-                            to.import_rejections.wrapping_add(c.import_rejections);
-                    }
+            for (peer, c) in self.tally.counters.iter().enumerate() {
+                if let Some(to) = first.tally.counters(peer as PeerIndex) {
+                    to.add(c);
                 }
             }
         }

@@ -42,6 +42,7 @@ impl ShardWorker {
                     self.shard.family_counts(ribshard_wire::Family::Ipv6Unicast),
                 ];
                 s.peers = self.shard.peer_counts().to_vec();
+                s.counters = self.shard.peer_counters().to_vec();
                 s.groups = self
                     .groups
                     .iter()
