@@ -288,6 +288,31 @@ pub fn route_monitoring_header(peer: &PeerHeader, update_len: usize) -> Bytes {
     Bytes::from(out)
 }
 
+/// Route Mirroring TLVs and Information codes (RFC 7854 section 4.7).
+pub mod mirror {
+    pub const BGP_MESSAGE: u16 = 0;
+    pub const INFORMATION: u16 = 1;
+    /// The message that follows was in error.
+    pub const ERRORED_PDU: u16 = 0;
+}
+
+/// Route Mirroring (RFC 7854 section 4.7) of a BGP message received in error: an
+/// Information TLV (Errored PDU), then the message whole, as it came.
+pub fn route_mirroring_errored(peer: &PeerHeader, pdu: &[u8]) -> Bytes {
+    let mut out = start(
+        MessageType::RouteMirroring,
+        PEER_HEADER_LEN + 10 + pdu.len(),
+    );
+    peer.write(&mut out);
+    tlv(
+        &mut out,
+        mirror::INFORMATION,
+        &mirror::ERRORED_PDU.to_be_bytes(),
+    );
+    tlv(&mut out, mirror::BGP_MESSAGE, pdu);
+    finish(out)
+}
+
 /// Peer Up (RFC 7854 section 4.10): our end of the connection, both ports, the OPENs as
 /// sent and received (whole messages), and information TLVs.
 pub fn peer_up(
@@ -473,6 +498,22 @@ mod tests {
         assert_eq!(f.body.len(), 4 + 12 + 15 + 8);
         // A counter: type, length 4, the 32-bit value.
         assert_eq!(&f.body[f.body.len() - 8..], &[0, 11, 0, 4, 0, 0, 0, 3]);
+    }
+
+    #[test]
+    fn an_errored_pdu_is_mirrored_whole() {
+        let peer = PeerHeader::global("192.0.2.1".parse().unwrap(), 65001, [192, 0, 2, 1].into());
+        let mut pdu = vec![0xffu8; 16];
+        pdu.extend_from_slice(&[0, 27, 2, 0, 0, 0, 4, 0x40, 1, 1, 7]);
+        let m = route_mirroring_errored(&peer, &pdu);
+        let (f, len) = frame(&m).unwrap().unwrap();
+        assert_eq!(len, m.len());
+        assert_eq!(f.ty, MessageType::RouteMirroring as u8);
+        assert_eq!(f.peer, Some(peer));
+        // Information: Errored PDU; then the BGP Message TLV, the PDU as it came.
+        assert_eq!(&f.body[..6], &[0, 1, 0, 2, 0, 0]);
+        assert_eq!(&f.body[6..10], &[0, 0, 0, pdu.len() as u8]);
+        assert_eq!(&f.body[10..], &pdu[..]);
     }
 
     #[test]

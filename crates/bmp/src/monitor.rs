@@ -324,16 +324,19 @@ pub(crate) enum Feed {
     PostPolicy,
     LocRib,
     AdjRibOut,
+    /// Route Mirroring of errored UPDATEs.
+    Mirroring,
 }
 
 impl Feed {
     fn wanted_by(self, ribs: station::Ribs) -> bool {
         match self {
-            Feed::Peers => ribs.pre_policy || ribs.post_policy || ribs.adj_rib_out,
+            Feed::Peers => ribs.per_neighbor(),
             Feed::PrePolicy => ribs.pre_policy,
             Feed::PostPolicy => ribs.post_policy,
             Feed::LocRib => ribs.loc_rib,
             Feed::AdjRibOut => ribs.adj_rib_out,
+            Feed::Mirroring => ribs.mirroring,
         }
     }
 }
@@ -589,6 +592,18 @@ impl State {
                 };
                 self.send(Feed::Peers, vec![msg]);
             }
+            Inbound::Errored { peer, message } => {
+                let Some(p) = self.peers.get(&peer) else {
+                    return;
+                };
+                // As received: the A flag for a 2-octet session, as in Route Monitoring.
+                let mut header = p.header.now();
+                if !p.four_octet_as {
+                    header = header.with_flags(message::peer_flags::A);
+                }
+                let m = message::route_mirroring_errored(&header, &message);
+                self.send(Feed::Mirroring, vec![m]);
+            }
             Inbound::RouteRefresh { .. } => {}
         }
     }
@@ -761,7 +776,7 @@ impl State {
                 s.generation += 1;
                 let ribs = s.config.ribs;
                 let mut msgs = vec![initiation(&self.config.sys_name, &self.config.sys_descr)];
-                if ribs.pre_policy || ribs.post_policy || ribs.adj_rib_out {
+                if ribs.per_neighbor() {
                     msgs.extend(self.peers.values().map(|p| p.up.clone()));
                 }
                 if ribs.loc_rib {

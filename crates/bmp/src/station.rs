@@ -29,6 +29,16 @@ pub struct Ribs {
     pub loc_rib: bool,
     /// Adj-RIB-Out after export policy (RFC 8671): every UPDATE each neighbor is sent.
     pub adj_rib_out: bool,
+    /// Not a RIB: Route Mirroring (RFC 7854 section 4.7) of every UPDATE received in error,
+    /// whether RFC 7606 handled it or it reset the session.
+    pub mirroring: bool,
+}
+
+impl Ribs {
+    /// Whether the station is told of each neighbor (Peer Up and Down, statistics).
+    pub fn per_neighbor(self) -> bool {
+        self.pre_policy || self.post_policy || self.adj_rib_out || self.mirroring
+    }
 }
 
 /// One `[[bmp.station]]`.

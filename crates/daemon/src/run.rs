@@ -408,7 +408,9 @@ fn consume(m: &Inbound, peers: &[PeerSettings], config: &Config, log: Option<&mu
         }),
     };
     let written = match m {
-        Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } => Ok(()),
+        // An errored UPDATE RFC 7606 handled is logged as the Update that follows; one
+        // that reset the session is not an UPDATE received in Established.
+        Inbound::RouteRefresh { .. } | Inbound::EndOfRib { .. } | Inbound::Errored { .. } => Ok(()),
         Inbound::Up { peer, .. } | Inbound::Down { peer, .. } => {
             let Some(p) = peers.get(*peer) else { return };
             let (old, new) = if matches!(m, Inbound::Up { .. }) {

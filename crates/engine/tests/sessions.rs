@@ -388,21 +388,52 @@ async fn a_prefix_limit_without_teardown_logs_each_crossing_once() {
 #[tokio::test]
 async fn malformed_update_resets_with_the_exact_notification() {
     let listen: SocketAddr = (Ipv4Addr::new(127, 0, 0, 1), port()).into();
-    let (_s, _rx) = start(
+    let (_s, mut rx) = start(
         vec![settings(IpAddr::from([127, 0, 0, 7]), 179, 65007)],
         listen,
     )
     .await;
     let mut p = RawPeer::connect(IpAddr::from([127, 0, 0, 7]), listen).await;
     p.establish(65007, 90).await;
+    let message = |body: &[u8]| {
+        let mut m = vec![0xff; 16];
+        m.extend_from_slice(&((19 + body.len()) as u16).to_be_bytes());
+        m.push(2);
+        m.extend_from_slice(body);
+        m
+    };
+    // ORIGIN 7 with a route: treated as withdraw (RFC 7606 section 7.1), the session stays.
+    let taw = message(&[
+        0, 0, 0, 20, // no withdrawals; 20 octets of attributes
+        0x40, 1, 1, 7, // ORIGIN 7
+        0x40, 2, 6, 2, 1, 0, 0, 0xfe, 0x1f, // AS_PATH 65055
+        0x40, 3, 4, 127, 0, 0, 7, // NEXT_HOP
+        24, 10, 0, 0, // 10.0.0.0/24
+    ]);
+    p.send(&taw).await;
     // NLRI with a /33: Invalid Network Field.
-    let mut m = vec![0xff; 16];
-    m.extend_from_slice(&[0, 29, 2, 0, 0, 0, 0, 33, 1, 2, 3, 4, 5]);
-    let len = m.len() as u16;
-    m[16..18].copy_from_slice(&len.to_be_bytes());
-    p.send(&m).await;
+    let bad = message(&[0, 0, 0, 0, 33, 1, 2, 3, 4, 5]);
+    p.send(&bad).await;
     let n = p.notification().await.expect("NOTIFICATION");
     assert_eq!((n.code, n.subcode), (code::UPDATE_MESSAGE, 10));
+    // The tap has each errored UPDATE as it came (for BMP's Route Mirroring): the first
+    // before its Update, the second before the Down it caused.
+    let mut seen = Vec::new();
+    while let Ok(Some(m)) = tokio::time::timeout(Duration::from_secs(5), rx.recv()).await {
+        let done = matches!(m, Inbound::Down { .. });
+        seen.push(match m {
+            Inbound::Up { .. } => "up".to_string(),
+            Inbound::Errored { message, .. } if message[..] == taw[..] => "errored taw".into(),
+            Inbound::Errored { message, .. } if message[..] == bad[..] => "errored bad".into(),
+            Inbound::Update { message, .. } if message[..] == taw[..] => "taw".into(),
+            Inbound::Down { .. } => "down".into(),
+            other => format!("{other:?}"),
+        });
+        if done {
+            break;
+        }
+    }
+    assert_eq!(seen, ["up", "errored taw", "taw", "errored bad", "down"]);
 }
 
 /// Keepalives run apart from routing work: while one session is flooded with a million

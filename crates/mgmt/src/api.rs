@@ -853,7 +853,8 @@ pub struct BmpStation {
     pub address: String,
     /// "Connecting", "Dumping" (connected, being sent the tables) or "Up".
     pub state: String,
-    /// The RIBs it is sent: "pre-policy", "loc-rib".
+    /// The RIBs it is sent ("pre-policy", "post-policy", "loc-rib", "adj-rib-out"), and
+    /// "route-mirroring" when it is sent the UPDATEs received in error.
     pub ribs: Vec<String>,
     /// Connections made so far.
     pub connections: u64,

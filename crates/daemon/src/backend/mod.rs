@@ -961,6 +961,7 @@ impl Backend for Api {
                     (s.ribs.post_policy, "post-policy"),
                     (s.ribs.loc_rib, "loc-rib"),
                     (s.ribs.adj_rib_out, "adj-rib-out"),
+                    (s.ribs.mirroring, "route-mirroring"),
                 ]
                 .into_iter()
                 .filter(|(on, _)| *on)

@@ -30,17 +30,21 @@ pub(super) fn resolve(
             }
             continue;
         };
-        let mut ribs = Ribs::default();
+        let mut ribs = Ribs {
+            mirroring: s.route_mirroring.unwrap_or(false),
+            ..Ribs::default()
+        };
         let names = s
             .route_monitoring
             .clone()
             .unwrap_or_else(|| vec!["pre-policy".into()]);
-        if names.is_empty() {
+        // A station may be there for the mirrored messages alone.
+        if names.is_empty() && !ribs.mirroring {
             errs.push((
                 at("route-monitoring"),
                 ErrorKind::Invalid {
                     value: "[]".into(),
-                    why: "names no RIB: give pre-policy, post-policy, loc-rib, adj-rib-out or several",
+                    why: "names no RIB: give pre-policy, post-policy, loc-rib, adj-rib-out or several (or route-mirroring = true)",
                 },
             ));
         }

@@ -119,9 +119,12 @@ pub struct BmpStation {
     pub name: Option<String>,
     pub address: Option<IpAddr>,
     pub port: Option<u16>,
-    /// Which RIBs it is sent: `pre-policy` (Adj-RIB-In as received), `loc-rib`. Default
-    /// `["pre-policy"]`.
+    /// Which RIBs it is sent: `pre-policy` (Adj-RIB-In as received), `post-policy`,
+    /// `loc-rib`, `adj-rib-out`. Default `["pre-policy"]`.
     pub route_monitoring: Option<Vec<String>>,
+    /// Route Mirroring (RFC 7854 section 4.7) of every UPDATE received in error (RFC 7606
+    /// handled it, or it reset the session). Default false.
+    pub route_mirroring: Option<bool>,
     /// Seconds between Statistics Reports; 0: none. Default 60.
     pub statistics_timeout: Option<u32>,
     /// MiB that may wait for the station before it is dropped (and dumped again when it

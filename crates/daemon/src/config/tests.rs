@@ -705,4 +705,16 @@ fn bmp_stations_and_their_errors() {
         "{e:?}"
     );
     assert!(e[1].2.to_string().contains("not built yet"), "{e:?}");
+    // A station for the mirrored UPDATEs alone; without mirroring, no RIB is an error.
+    let c = load_str(&format!(
+        "{HEAD}{group}[[bmp.station]]\naddress = \"192.0.2.20\"\nport = 1\n\
+         route-monitoring = []\nroute-mirroring = true\n"
+    ))
+    .unwrap();
+    assert!(c.bmp[0].ribs.mirroring && !c.bmp[0].ribs.pre_policy);
+    let e = errors(&format!(
+        "{HEAD}{group}[[bmp.station]]\naddress = \"192.0.2.20\"\nport = 1\n\
+         route-monitoring = []\n"
+    ));
+    assert_eq!(e[0].1, "bmp.station[0].route-monitoring", "{e:?}");
 }

@@ -55,6 +55,10 @@ pub enum Inbound {
         message: Bytes,
         params: SessionParams,
     },
+    /// An UPDATE in error, as received (for BMP's Route Mirroring, RFC 7854 section 4.7):
+    /// one RFC 7606 handled (treat-as-withdraw or attribute discard; it also comes as an
+    /// [`Inbound::Update`], after this), or one that resets the session (before its Down).
+    Errored { peer: usize, message: Bytes },
     /// A ROUTE-REFRESH request (RFC 2918) for a family.
     RouteRefresh { peer: usize, afi: u16, safi: u8 },
     /// The session left Established. Without `stale`, every route learned from the peer

@@ -233,6 +233,10 @@ impl Session {
             Ok(u) => u,
             Err(e) => {
                 warn!(neighbor = %self.name(), "UPDATE needs a session reset: {e}");
+                self.tap(Inbound::Errored {
+                    peer: self.index,
+                    message: msg.clone(),
+                });
                 self.set_error(SessionError::MalformedUpdate(e.clone()));
                 self.event(Event::UpdateMsgErr(e.notification()));
                 return;
@@ -254,6 +258,7 @@ impl Session {
         for e in &parsed.discarded {
             debug!(neighbor = %self.name(), "attribute discarded (RFC 7606): {e}");
         }
+        let errored = parsed.treat_as_withdraw.is_some() || !parsed.discarded.is_empty();
         // Over the memory-limit, an UPDATE that brings new prefixes stops the session
         // before any of its routes go on.
         if self.memory_refuses(&parsed) {
@@ -375,6 +380,12 @@ impl Session {
             }
         }
         if self.tap.is_some() {
+            if errored {
+                self.tap(Inbound::Errored {
+                    peer: self.index,
+                    message: msg.clone(),
+                });
+            }
             self.tap(match end_of_rib {
                 Some(family) => Inbound::EndOfRib {
                     peer: self.index,
