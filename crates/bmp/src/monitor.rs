@@ -24,9 +24,9 @@ use bytes::Bytes;
 use ribshard_adjout::MemberId;
 use ribshard_engine::pipeline::{Passed, Pipeline, SentTap, ShardStats, Subscriber, Tap};
 use ribshard_engine::{DownReason, Inbound, Negotiated, Opened, SessionStatus};
-use ribshard_rib::{AdjRibInChange, Change, RouteAttrs, Shard};
+use ribshard_rib::{AdjRibInChange, Change, PeerIndex, RouteAttrs, Shard};
 use ribshard_wire::{Capability, Family, Open, Prefix};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{IpAddr, Ipv4Addr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -91,6 +91,14 @@ pub(crate) enum Input {
     LocRib(Vec<(Prefix, Option<Arc<RouteAttrs>>)>, [i64; 2]),
     /// Paths as import policy left them, in the order they changed.
     PostPolicy(Vec<AdjRibInChange>),
+    /// A neighbor's End-of-RIB on its session `epoch` reached one of `shards` shards,
+    /// after the paths before it.
+    PostPolicyEndOfRib {
+        peer: usize,
+        family: Family,
+        epoch: u32,
+        shards: usize,
+    },
     /// UPDATEs queued for a member's connection.
     Sent(MemberId, Bytes),
     Barrier(Passed),
@@ -234,11 +242,12 @@ impl Subscriber for ShardFeed {
         "bmp"
     }
 
-    fn tap(&self, _shard: usize, _shards: usize) -> Box<dyn Tap> {
+    fn tap(&self, _shard: usize, shards: usize) -> Box<dyn Tap> {
         Box::new(ShardFeedTap {
             tx: self.tx.clone(),
             loc_rib: self.loc_rib,
             post_policy: self.post_policy,
+            shards,
         })
     }
 }
@@ -247,6 +256,8 @@ struct ShardFeedTap {
     tx: mpsc::Sender<Input>,
     loc_rib: bool,
     post_policy: bool,
+    /// How many shards have a part of the feed: each reports an End-of-RIB.
+    shards: usize,
 }
 
 impl Tap for ShardFeedTap {
@@ -256,6 +267,15 @@ impl Tap for ShardFeedTap {
 
     fn post_policy(&mut self, changes: &[AdjRibInChange]) {
         let _ = self.tx.blocking_send(Input::PostPolicy(changes.to_vec()));
+    }
+
+    fn end_of_rib(&mut self, peer: PeerIndex, family: Family, epoch: u32) {
+        let _ = self.tx.blocking_send(Input::PostPolicyEndOfRib {
+            peer: peer as usize,
+            family,
+            epoch,
+            shards: self.shards,
+        });
     }
 
     fn decided(&mut self, _table: &Shard, changes: &[Change]) {
@@ -360,6 +380,9 @@ pub(crate) struct State {
     /// Loc-RIB and post-policy changes not yet packed.
     loc_rib_pending: Pending<(Prefix, Option<Arc<RouteAttrs>>)>,
     post_policy_pending: Pending<AdjRibInChange>,
+    /// Per neighbor, family and session, the shards that have reported its End-of-RIB so
+    /// far.
+    post_policy_ends: HashMap<(usize, Family, u32), usize>,
 }
 
 /// Changes from the shards waiting to be packed. A shard reports its decisions every few
@@ -461,6 +484,7 @@ async fn run(
         early: Early::default(),
         loc_rib_pending: Pending::default(),
         post_policy_pending: Pending::default(),
+        post_policy_ends: HashMap::new(),
     };
     let mut tick = tokio::time::interval(Duration::from_secs(1));
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -520,6 +544,12 @@ impl State {
             }
             Input::LocRib(changes, delta) => self.loc_rib_changes(changes, delta),
             Input::PostPolicy(changes) => self.post_policy_changes(changes),
+            Input::PostPolicyEndOfRib {
+                peer,
+                family,
+                epoch,
+                shards,
+            } => self.post_policy_end_of_rib((peer, family, epoch), shards),
             Input::Sent(member, updates) => self.sent(member, updates),
             Input::Barrier(done) => {
                 // Everything before the barrier on its way to the stations.
@@ -716,6 +746,31 @@ impl State {
         if self.post_policy_pending.take_in(changes) {
             self.pack_post_policy();
         }
+    }
+
+    /// A neighbor's End-of-RIB in the post-policy Adj-RIB-In, once every shard handed on
+    /// the paths before it: after them (packed now), with the L flag; not for a session
+    /// that has ended.
+    fn post_policy_end_of_rib(
+        &mut self,
+        (peer, family, epoch): (usize, Family, u32),
+        shards: usize,
+    ) {
+        let seen = self
+            .post_policy_ends
+            .entry((peer, family, epoch))
+            .or_insert(0);
+        *seen += 1;
+        if *seen < shards {
+            return;
+        }
+        self.post_policy_ends.remove(&(peer, family, epoch));
+        self.pack_post_policy();
+        let Some(p) = self.peers.get(&peer).filter(|p| p.epoch == epoch) else {
+            return;
+        };
+        let header = p.header.with_flags(message::peer_flags::L).now();
+        self.send(Feed::PostPolicy, vec![end_of_rib(&header, family)]);
     }
 
     /// Post-policy Route Monitoring (RFC 7854 section 4.2, the L flag): each path's last

@@ -106,6 +106,15 @@ pub enum Broadcast {
     /// Everything the peer sent before this: once decided and exported, each update group
     /// reports when it has encoded it ([`crate::telemetry::Telemetry::marker_reached`]).
     Marker { peer: PeerIndex, token: u64 },
+    /// The peer's End-of-RIB for a family (RFC 4724 section 2), after its routes and any
+    /// stale ones it flushed: taps monitoring the post-policy Adj-RIB-In are handed what
+    /// came before, then told ([`super::Tap::end_of_rib`]). `epoch`: which of the peer's
+    /// sessions ([`crate::Opened::epoch`]).
+    EndOfRib {
+        peer: PeerIndex,
+        family: Family,
+        epoch: u32,
+    },
     /// The start-up deferral is over ([`super::UpdateDelay`]): the members held back join
     /// their groups and get the table.
     AdvertiseNow,
@@ -144,6 +153,7 @@ impl Broadcast {
             | Broadcast::FlushStale { peer, .. }
             | Broadcast::LongLivedStale { peer, .. }
             | Broadcast::Marker { peer, .. }
+            | Broadcast::EndOfRib { peer, .. }
             | Broadcast::Import { peer, .. } => Some(*peer),
             Broadcast::AdvertiseNow
             | Broadcast::Regroup { .. }

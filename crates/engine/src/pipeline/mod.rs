@@ -595,6 +595,21 @@ impl Pipeline {
         self.lanes().broadcast(Broadcast::Marker { peer, token })
     }
 
+    /// A neighbor's End-of-RIB for a family, after its routes (for the taps that monitor
+    /// the post-policy Adj-RIB-In).
+    pub fn end_of_rib(
+        &self,
+        peer: PeerIndex,
+        family: ribshard_wire::Family,
+        epoch: u32,
+    ) -> Vec<Routed> {
+        self.lanes().broadcast(Broadcast::EndOfRib {
+            peer,
+            family,
+            epoch,
+        })
+    }
+
     /// A ROUTE-REFRESH from a member: its group sends it the table again (between BoRR and
     /// EoRR for `enhanced`, RFC 7313).
     pub fn refresh(&self, joined: &Joined, enhanced: Option<Family>) -> Routed {

@@ -41,7 +41,8 @@
 //!   reported, so nothing is decided or sent again: a subscriber keys its state by prefix,
 //!   never by shard.
 
-use ribshard_rib::{AdjRibInChange, Change, Shard};
+use ribshard_rib::{AdjRibInChange, Change, PeerIndex, Shard};
+use ribshard_wire::Family;
 use std::sync::mpsc as std_mpsc;
 
 /// A consumer of the shards' best-path changes; registered when the pipeline starts and kept
@@ -73,6 +74,10 @@ pub trait Tap: Send {
     /// The post-policy Adj-RIB-In's changes since the last batch, in the order they
     /// happened, before the decided changes they led to.
     fn post_policy(&mut self, _changes: &[AdjRibInChange]) {}
+    /// `peer`'s End-of-RIB for `family` on its session `epoch` reached this shard: its
+    /// post-policy changes before it were handed to [`Tap::post_policy`] (only for taps that
+    /// want them).
+    fn end_of_rib(&mut self, _peer: PeerIndex, _family: Family, _epoch: u32) {}
 }
 
 /// A barrier's token: passing it tells the pipeline this subscriber has everything before.

@@ -378,6 +378,14 @@ impl Session {
                 self.flush_routes();
                 self.push_flush_stale(only);
             }
+            // Last: after its routes and the stale ones it flushed (the post-policy feed
+            // sends its own End-of-RIB once every shard has handed on what came before).
+            self.flush_routes();
+            if let Some(p) = &self.pipeline {
+                for t in p.end_of_rib(self.index as u32, family, self.epoch) {
+                    self.inlet.push(t);
+                }
+            }
         }
         if self.tap.is_some() {
             if errored {

@@ -597,6 +597,18 @@ impl ShardWorker {
                     self.walks.push_back(w);
                 }
             }
+            Broadcast::EndOfRib {
+                peer,
+                family,
+                epoch,
+            } => {
+                // The peer's walks are done (`finish_walks_of`); what they and its routes
+                // changed goes first.
+                self.hand_post_policy();
+                for t in self.taps.iter_mut().filter(|t| t.wants_post_policy()) {
+                    t.end_of_rib(peer, family, epoch);
+                }
+            }
             Broadcast::Marker { peer, token } => {
                 // Advertising held (members waiting for the deferral's end), or markers
                 // held already: after the dumps, in order.
