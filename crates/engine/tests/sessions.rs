@@ -406,7 +406,7 @@ async fn malformed_update_resets_with_the_exact_notification() {
     let taw = message(&[
         0, 0, 0, 20, // no withdrawals; 20 octets of attributes
         0x40, 1, 1, 7, // ORIGIN 7
-        0x40, 2, 6, 2, 1, 0, 0, 0xfe, 0x1f, // AS_PATH 65055
+        0x40, 2, 6, 2, 1, 0, 0, 0xfd, 0xef, // AS_PATH 65007
         0x40, 3, 4, 127, 0, 0, 7, // NEXT_HOP
         24, 10, 0, 0, // 10.0.0.0/24
     ]);

@@ -22,12 +22,15 @@ mod add_path;
 mod dump_order;
 mod post_policy;
 mod rpki;
+mod tally;
 mod view;
 mod walk;
 pub use add_path::{AddPathChange, AddPathKeep, AddPathSelect, GroupDiff, Offered};
 pub use dump_order::{DumpKey, DumpOrder, DumpPlace, DumpSet};
 pub use post_policy::AdjRibInChange;
 use post_policy::PostPolicyLog;
+use tally::Tally;
+pub use tally::{FamilyCounts, PeerCounters, PeerCounts};
 pub use view::{Ineligible, PathFilter, PathState, PathView, RouteView, Within};
 use walk::Reimport;
 pub use walk::{Walk, WalkOp};
@@ -200,53 +203,6 @@ impl Dest {
     }
 }
 
-/// One peer's paths in one family, as operators count them (Junos "Received", "Accepted",
-/// "Active").
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PeerCounts {
-    /// Paths in the Adj-RIB-In, stale ones included.
-    pub received: u32,
-    /// Of those, the paths import policy accepted that do not loop.
-    pub accepted: u32,
-    /// Best paths (the Loc-RIB entries last reported) learned from the peer.
-    pub active: u32,
-}
-
-/// What one peer's announcements met here, counted as they came over its sessions
-/// (wrapping counters, BMP's RFC 7854 section 4.8).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct PeerCounters {
-    /// Rejected by import policy (stat type 0); a policy changed later is not counted.
-    pub import_rejections: u32,
-    /// A path held already, unchanged (type 1); not one refreshing a stale path.
-    pub duplicate_announcements: u32,
-}
-
-impl PeerCounters {
-    /// Adds `other`'s counts (a peer's over several shards).
-    pub fn add(&mut self, other: &PeerCounters) {
-        self.import_rejections = self.import_rejections.wrapping_add(other.import_rejections);
-        self.duplicate_announcements = self
-            .duplicate_announcements
-            .wrapping_add(other.duplicate_announcements);
-    }
-}
-
-/// What a shard holds in one family (Junos `show route summary`: destinations, routes,
-/// active).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct FamilyCounts {
-    pub prefixes: usize,
-    pub paths: usize,
-    pub active: usize,
-    /// Paths never chosen because import policy rejected them or they loop (Junos
-    /// `hidden`); counted in `paths`.
-    pub hidden: usize,
-    /// Paths whose next hop does not resolve, by the next hop's address family; counted
-    /// in `paths`.
-    pub unresolved: usize,
-}
-
 /// The family of routes a next hop most often serves (an IPv4 prefix may have an IPv6
 /// next hop, RFC 8950: its paths count under IPv6 here).
 fn family_of(a: &std::net::IpAddr) -> Family {
@@ -260,68 +216,6 @@ fn family_of(a: &std::net::IpAddr) -> Family {
 /// What is kept up to date as paths come and go, apart from the table (borrowed with an
 /// entry of it).
 type Books<'a> = (&'a mut Tally, &'a mut NextHops, &'a mut PostPolicyLog);
-
-/// Counts kept as paths come and go, so that reading them never walks the table.
-#[derive(Clone, Debug, Default)]
-struct Tally {
-    /// Per peer index, per [`Family::index`].
-    peers: Vec<[PeerCounts; 2]>,
-    /// Per peer index.
-    counters: Vec<PeerCounters>,
-    paths: [usize; 2],
-    active: [usize; 2],
-}
-
-impl Tally {
-    fn peer(&mut self, peer: PeerIndex, family: usize) -> Option<&mut PeerCounts> {
-        let i = peer as usize;
-        if self.peers.len() <= i {
-            self.peers.resize(i + 1, [PeerCounts::default(); 2]);
-        }
-        self.peers.get_mut(i)?.get_mut(family)
-    }
-    fn counters(&mut self, peer: PeerIndex) -> Option<&mut PeerCounters> {
-        let i = peer as usize;
-        if self.counters.len() <= i {
-            self.counters.resize(i + 1, PeerCounters::default());
-        }
-        self.counters.get_mut(i)
-    }
-    #[inline]
-    fn add_path(&mut self, p: &Path, family: usize) {
-        if let Some(n) = self.paths.get_mut(family) {
-            *n += 1;
-        }
-        if let Some(c) = self.peer(p.peer, family) {
-            c.received += 1;
-            c.accepted += u32::from(p.accepted());
-        }
-    }
-    #[inline]
-    fn remove_path(&mut self, p: &Path, family: usize) {
-        if let Some(n) = self.paths.get_mut(family) {
-            *n = n.saturating_sub(1);
-        }
-        if let Some(c) = self.peer(p.peer, family) {
-            c.received = c.received.saturating_sub(1);
-            c.accepted = c.accepted.saturating_sub(u32::from(p.accepted()));
-        }
-    }
-    /// `peer`'s path became (`true`) or stopped being the reported best path of a prefix.
-    #[inline]
-    fn set_active(&mut self, peer: PeerIndex, family: usize, on: bool) {
-        if let Some(n) = self.active.get_mut(family) {
-            *n = if on { *n + 1 } else { n.saturating_sub(1) };
-        }
-        if let Some(c) = self.peer(peer, family) {
-            c.active = if on {
-                c.active + 1
-            } else {
-                c.active.saturating_sub(1)
-            };
-        }
-    }
-}
 
 /// Where a prefix sits in its shard's table, in the order of [`Shard::count_step`]'s walk:
 /// stable while the prefix is there (a position freed by a removed prefix may be given to a
