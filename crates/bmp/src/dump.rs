@@ -91,12 +91,24 @@ impl Dump {
                 let Some((e, p)) = &r.advertised else {
                     continue;
                 };
+                params = Some(*p);
+                // Add-Path: each path under the identifier the group sends it with, but
+                // the member's own.
+                if !r.advertised_paths.is_empty() {
+                    for a in r
+                        .advertised_paths
+                        .iter()
+                        .filter(|a| a.source as usize != *peer)
+                    {
+                        packer.announce(r.view.prefix, Some(a.path_id), &a.exported);
+                    }
+                    continue;
+                }
                 let source = r.view.paths.first().map(|v| v.path.peer as usize);
                 if source == Some(*peer) {
                     continue;
                 }
-                params = Some(*p);
-                // One path per prefix: a group with Add-Path sends it as path 1.
+                // A group that negotiated Add-Path and sends one path sends it as path 1.
                 let id = p.add_path[r.view.prefix.family().index()].then_some(1);
                 packer.announce(r.view.prefix, id, e);
             }

@@ -665,6 +665,7 @@ mod tests {
             shard: 1,
             view,
             advertised: None,
+            advertised_paths: Vec::new(),
             rendered: Default::default(),
         };
         (r, names)

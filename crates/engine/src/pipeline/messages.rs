@@ -240,8 +240,20 @@ pub struct ShownRoute {
     pub view: RouteView,
     /// The attributes as the group encodes them, and how to decode them.
     pub advertised: Option<(Arc<Exported>, SessionParams)>,
+    /// A group that sends several paths per prefix (Add-Path, RFC 7911): each path it
+    /// sends, under the identifier it sends it with, with the peer it came from (the best
+    /// path's too, which `advertised` holds alone); empty for a group that sends one.
+    pub advertised_paths: Vec<AdvertisedPath>,
     /// The route as the query's renderer wrote it (a slice of its chunk's buffer).
     pub rendered: bytes::Bytes,
+}
+
+/// One path an Add-Path group sends for a prefix ([`ShownRoute::advertised_paths`]).
+#[derive(Clone, Debug)]
+pub struct AdvertisedPath {
+    pub path_id: u32,
+    pub source: PeerIndex,
+    pub exported: Arc<Exported>,
 }
 
 #[derive(Clone, Debug, Default)]

@@ -50,9 +50,9 @@ pub use deferral::{DeferralEnd, DeferralStart, DeferralStatus, UpdateDelay};
 pub use inlet::Inlet;
 pub use lanes::{reserve, Lanes};
 pub use messages::{
-    Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, MatchPath, Membership, Query,
-    RenderRoute, RouteChunk, RouteQuery, Routed, Selection, ShardStats, ShownRoute, Target,
-    ToShard, ToUpdate, UpdateThreadStats, WITHDRAW,
+    AdvertisedPath, Batch, Broadcast, GroupCounts, GroupReport, Handover, Joined, MatchPath,
+    Membership, Query, RenderRoute, RouteChunk, RouteQuery, Routed, Selection, ShardStats,
+    ShownRoute, Target, ToShard, ToUpdate, UpdateThreadStats, WITHDRAW,
 };
 pub use query::{QueueReport, QueueState, RouteWalk};
 pub use sent::SentTap;

@@ -3,7 +3,9 @@
 //! in the shard.
 
 use super::{locked, thread_cpu_seconds, ShardWorker, QUERY_WAIT};
-use crate::pipeline::{GroupCounts, Query, RouteChunk, RouteQuery, Selection, ShownRoute};
+use crate::pipeline::{
+    AdvertisedPath, GroupCounts, Query, RouteChunk, RouteQuery, Selection, ShownRoute,
+};
 use ribshard_rib::{PathState, Position};
 use ribshard_wire::Prefix;
 use std::collections::VecDeque;
@@ -209,6 +211,7 @@ impl ShardWorker {
                 return None;
             }
         }
+        let mut advertised_paths = Vec::new();
         let advertised = match q.advertised {
             None => None,
             Some((group, member)) => {
@@ -218,7 +221,25 @@ impl ShardWorker {
                     return None;
                 }
                 let src = self.shard.peer(best.peer);
-                let e = locked(&g.cache).get(&g.spec, &src, best.peer, &best.attrs, p)?;
+                let mut cache = locked(&g.cache);
+                let e = cache.get(&g.spec, &src, best.peer, &best.attrs, p)?;
+                // Add-Path: the group's part of the prefix's offered paths, as its dump
+                // to a new member sends them.
+                if let Some(select) = super::sends_several(&self.shard, &g.spec, p.family()) {
+                    let offered = self.shard.offered(p);
+                    for (o, path) in select.pick(&offered, |(o, _)| o.equal_cost) {
+                        let psrc = self.shard.peer(path.peer);
+                        if let Some(exported) = cache.get(&g.spec, &psrc, path.peer, &path.attrs, p)
+                        {
+                            advertised_paths.push(AdvertisedPath {
+                                path_id: o.path_id,
+                                source: path.peer,
+                                exported,
+                            });
+                        }
+                    }
+                }
+                drop(cache);
                 view.paths
                     .retain(|v| matches!(v.state, PathState::Active { .. }));
                 Some((e, g.spec.params))
@@ -239,6 +260,7 @@ impl ShardWorker {
             shard: self.index,
             view,
             advertised,
+            advertised_paths,
             rendered: bytes::Bytes::new(),
         })
     }
