@@ -7,7 +7,7 @@
 //! of the pipeline by a task of its own, and the reports go when the answer comes: the
 //! monitor never waits for a shard, since a shard may be waiting for the monitor.
 
-use crate::message::{self, statistics, Stat};
+use crate::message::{stat, statistics, Stat};
 use crate::monitor::{LinkState, State, Station};
 use ribshard_engine::pipeline::ShardStats;
 use ribshard_wire::Family;
@@ -67,48 +67,39 @@ impl State {
                     (st.prefixes, st.input, st.group.as_ref().map(|g| g.group))
                 };
                 let mut stats = Vec::new();
-                // 32-bit counters wrap (RFC 7854 section 4.8).
-                let counter = |ty, v: u64| Stat::Counter(ty, v as u32);
                 if (ribs.pre_policy || ribs.post_policy) && !shards.is_empty() {
                     let c = ShardStats::peer_counters(shards, index);
                     stats.extend([
-                        Stat::Counter(message::stat::REJECTED, c.import_rejections),
-                        Stat::Counter(
-                            message::stat::DUPLICATE_ANNOUNCEMENTS,
-                            c.duplicate_announcements,
-                        ),
+                        Stat::Counter(stat::REJECTED, c.import_rejections),
+                        Stat::Counter(stat::DUPLICATE_ANNOUNCEMENTS, c.duplicate_announcements),
                     ]);
                 }
                 if ribs.pre_policy {
                     let counts = counts.map(|c| c as u64);
-                    let adj_rib_in = (message::stat::ADJ_RIB_IN, message::stat::ADJ_RIB_IN_AFI);
+                    let adj_rib_in = (stat::ADJ_RIB_IN, stat::ADJ_RIB_IN_AFI);
                     gauges(&mut stats, adj_rib_in, &p.families, counts);
-                    stats.extend([
-                        counter(message::stat::CLUSTER_LIST_LOOPS, input.cluster_list_loops),
-                        counter(message::stat::AS_PATH_LOOPS, input.as_path_loops),
-                        counter(
-                            message::stat::ORIGINATOR_ID_LOOPS,
-                            input.originator_id_loops,
-                        ),
-                        counter(
-                            message::stat::DUPLICATE_WITHDRAWS,
-                            input.duplicate_withdraws,
-                        ),
-                        counter(
-                            message::stat::TREAT_AS_WITHDRAW_UPDATES,
+                    let counters = [
+                        (stat::CLUSTER_LIST_LOOPS, input.cluster_list_loops),
+                        (stat::AS_PATH_LOOPS, input.as_path_loops),
+                        (stat::ORIGINATOR_ID_LOOPS, input.originator_id_loops),
+                        (stat::DUPLICATE_WITHDRAWS, input.duplicate_withdraws),
+                        (
+                            stat::TREAT_AS_WITHDRAW_UPDATES,
                             input.treat_as_withdraw_updates,
                         ),
-                        counter(
-                            message::stat::TREAT_AS_WITHDRAW_PREFIXES,
+                        (
+                            stat::TREAT_AS_WITHDRAW_PREFIXES,
                             input.treat_as_withdraw_prefixes,
                         ),
-                    ]);
+                    ];
+                    // 32-bit counters wrap (RFC 7854 section 4.8).
+                    stats.extend(counters.map(|(ty, v)| Stat::Counter(ty, v as u32)));
                 }
                 if ribs.post_policy && !shards.is_empty() {
                     let accepted = ShardStats::peer_total(shards, index, |c| c.accepted);
                     let post = (
-                        message::stat::POST_POLICY_ADJ_RIB_IN,
-                        message::stat::POST_POLICY_ADJ_RIB_IN_AFI,
+                        stat::POST_POLICY_ADJ_RIB_IN,
+                        stat::POST_POLICY_ADJ_RIB_IN_AFI,
                     );
                     gauges(&mut stats, post, &p.families, accepted);
                 }
@@ -119,8 +110,8 @@ impl State {
                     .and_then(|g| ShardStats::advertised_to(shards, g, index as u32));
                 if let Some(sent) = sent {
                     let out = (
-                        message::stat::POST_POLICY_ADJ_RIB_OUT,
-                        message::stat::POST_POLICY_ADJ_RIB_OUT_AFI,
+                        stat::POST_POLICY_ADJ_RIB_OUT,
+                        stat::POST_POLICY_ADJ_RIB_OUT_AFI,
                     );
                     gauges(&mut stats, out, &p.families, sent);
                 }
@@ -132,7 +123,7 @@ impl State {
                 let c = self.loc_rib_counts.map(|c| c.max(0) as u64);
                 let mut stats = Vec::new();
                 let both = [Family::Ipv4Unicast, Family::Ipv6Unicast];
-                let loc_rib = (message::stat::LOC_RIB, message::stat::LOC_RIB_AFI);
+                let loc_rib = (stat::LOC_RIB, stat::LOC_RIB_AFI);
                 gauges(&mut stats, loc_rib, &both, c);
                 msgs.push(statistics(&self.loc_header.now(), &stats));
             }
