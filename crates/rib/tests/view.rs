@@ -213,17 +213,17 @@ fn loops_are_told_apart() {
     assert!(!clean.any());
     assert_eq!(clean, Loops::NONE);
     let as_path = with(&[65001, 65000], vec![]);
-    assert!(as_path.as_path && !as_path.originator_id && !as_path.cluster_list);
+    assert!(as_path.as_path() && !as_path.originator_id() && !as_path.cluster_list());
     let originator = with(
         &[],
         vec![AttrValue::OriginatorId(Ipv4Addr::new(10, 0, 0, 1))],
     );
-    assert!(originator.originator_id && !originator.as_path && !originator.cluster_list);
+    assert!(originator.originator_id() && !originator.as_path() && !originator.cluster_list());
     let cluster = with(
         &[],
         vec![AttrValue::ClusterList(vec![0x0a00_0009, 0x0a00_00fe])],
     );
-    assert!(cluster.cluster_list && !cluster.as_path && !cluster.originator_id);
+    assert!(cluster.cluster_list() && !cluster.as_path() && !cluster.originator_id());
     let both = with(&[65000], vec![AttrValue::ClusterList(vec![0x0a00_00fe])]);
     assert_eq!(both, as_path.or(cluster));
     // Someone else's ids are no loop.

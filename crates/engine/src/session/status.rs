@@ -122,9 +122,9 @@ pub struct InputCounts {
 impl InputCounts {
     /// An UPDATE whose routes loop as `loops` says (nothing if they do not).
     pub fn count_loops(&mut self, loops: ribshard_rib::Loops) {
-        self.as_path_loops += u64::from(loops.as_path);
-        self.originator_id_loops += u64::from(loops.originator_id);
-        self.cluster_list_loops += u64::from(loops.cluster_list);
+        self.as_path_loops += u64::from(loops.as_path());
+        self.originator_id_loops += u64::from(loops.originator_id());
+        self.cluster_list_loops += u64::from(loops.cluster_list());
     }
 }
 
